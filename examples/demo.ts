@@ -1,0 +1,12 @@
+/**
+ * `npm run demo`: the library's walk-through on an embedded, scripted default. No network, no keys.
+ */
+import { NodeRuntime } from "@effect/platform-node"
+import { Effect } from "effect"
+import { coreWalkthrough } from "./core.js"
+
+const main = Effect.gen(function*() {
+  yield* coreWalkthrough
+})
+
+NodeRuntime.runMain(main)

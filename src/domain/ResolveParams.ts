@@ -1,0 +1,174 @@
+/**
+ * The parameters of a `resolve` call, what a handler receives, and the details it returns.
+ *
+ * @since 0.1.0
+ */
+import type * as Effect from "effect/Effect"
+import * as Schema from "effect/Schema"
+import type { ApplyFailed, NoPendingAction, ToolError } from "./Errors.js"
+import type { ToolResult } from "./ToolResult.js"
+
+/**
+ * Keys that could rewrite an object's prototype when copied; `extra` may not use them.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const forbiddenKeys: ReadonlySet<string> = new Set(["__proto__", "constructor", "prototype"])
+
+/**
+ * Bounds on what a model may pass to `resolve`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const limits = {
+  /** Longest `reason`, in UTF-16 code units. */
+  reasonMaxLength: 4_000,
+  /** Deepest nesting of objects and arrays inside `extra`. */
+  extraMaxDepth: 8,
+  /** Largest `extra`, as JSON text. */
+  extraMaxBytes: 16_384
+} as const
+
+const jsonShape = (value: unknown, depth: number): string | undefined => {
+  if (value === null || typeof value === "string" || typeof value === "boolean") return undefined
+  if (typeof value === "number") return Number.isFinite(value) ? undefined : "numbers must be finite"
+  if (typeof value !== "object") return `${typeof value} values are not JSON`
+  if (depth >= limits.extraMaxDepth) return `nested deeper than ${limits.extraMaxDepth} levels`
+  const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value)
+  for (const [key, item] of entries) {
+    if (forbiddenKeys.has(key)) return `key "${key}" is not allowed`
+    const problem = jsonShape(item, depth + 1)
+    if (problem !== undefined) return `${key}: ${problem}`
+  }
+  return undefined
+}
+
+const ExtraKey = Schema.String.pipe(
+  Schema.filter((key) => !forbiddenKeys.has(key) || `key "${key}" is not allowed (it could rewrite a prototype)`)
+)
+
+/**
+ * Free-form JSON metadata passed through to the handler (plan approval reads `extra.title`).
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const Extra = Schema.Record({ key: ExtraKey, value: Schema.Unknown }).pipe(
+  Schema.filter((extra) => {
+    const problem = jsonShape(extra, 0)
+    if (problem !== undefined) return problem
+    const size = JSON.stringify(extra).length
+    return size <= limits.extraMaxBytes || `is ${size} characters of JSON; at most ${limits.extraMaxBytes} are allowed`
+  }),
+  Schema.annotations({
+    description: "Optional metadata for the handler, such as { \"title\": \"my-plan\" } for a plan approval.",
+    jsonSchema: {
+      type: "object",
+      description: "Optional metadata for the handler, such as { \"title\": \"my-plan\" } for a plan approval."
+    }
+  })
+)
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type Extra = typeof Extra.Type
+
+/**
+ * `apply` commits the pending action; `discard` drops it.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ResolveAction = Schema.Literal("apply", "discard").annotations({
+  description: "\"apply\" to commit the pending action, \"discard\" to drop it."
+})
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ResolveAction = typeof ResolveAction.Type
+
+const fields = {
+  action: ResolveAction,
+  reason: Schema.String.pipe(
+    Schema.filter((s) => s.trim().length > 0 || "must not be empty: give one sentence saying why"),
+    Schema.maxLength(limits.reasonMaxLength, {
+      message: () => `must be at most ${limits.reasonMaxLength} characters: one sentence is enough`
+    })
+  ).annotations({
+    title: "reason",
+    description: "One sentence saying why you apply or discard."
+  }),
+  extra: Schema.optional(Extra)
+}
+
+/**
+ * The parameters of the model-facing `resolve` tool. JSON Schema `required` is exactly `["action", "reason"]`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ResolveParams = Schema.Struct(fields).annotations({ identifier: "ResolveParams" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ResolveParams = typeof ResolveParams.Type
+
+/**
+ * What a handler is invoked with: the decoded `resolve` parameters.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ResolveInvocation = Schema.Struct(fields).annotations({ identifier: "ResolveInvocation" })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ResolveInvocation = typeof ResolveInvocation.Type
+
+/**
+ * The `details` of every `resolve` result: the call's parameters, where the action came from, and the producer's
+ * own details under `sourceResultDetails`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ResolveDetails = Schema.Struct({
+  action: ResolveAction,
+  reason: Schema.String,
+  extra: Schema.optional(Schema.Record({ key: Schema.String, value: Schema.Unknown })),
+  sourceToolName: Schema.optional(Schema.String),
+  label: Schema.optional(Schema.String),
+  sourceResultDetails: Schema.optional(Schema.Unknown)
+})
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ResolveDetails = typeof ResolveDetails.Type
+
+/**
+ * What `resolve` and its handlers can fail with.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type ResolveError = ToolError | ApplyFailed | NoPendingAction
+
+/**
+ * A handler `resolve` calls: the in-flight directive's `onInvoked` or the standing handler.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type Invoker = (invocation: ResolveInvocation) => Effect.Effect<ToolResult, ResolveError>

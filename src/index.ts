@@ -1,0 +1,38 @@
+/**
+ * effect-resolve: stage a preview, then apply or discard it. The resolve runtime for LLM agents, as Effect
+ * services provided through layers.
+ *
+ * @since 0.1.0
+ */
+
+/** @since 0.1.0 */
+export * as ToolChoice from "./domain/ToolChoice.js"
+/** @since 0.1.0 */
+export * as ToolResult from "./domain/ToolResult.js"
+/** @since 0.1.0 */
+export * as SteeringMessage from "./domain/SteeringMessage.js"
+/** @since 0.1.0 */
+export * from "./domain/Errors.js"
+/** @since 0.1.0 */
+export * from "./domain/ResolveParams.js"
+
+/** @since 0.1.0 */
+export * from "./services/ToolChoiceQueue.js"
+/** @since 0.1.0 */
+export { SteeringBus } from "./services/SteeringBus.js"
+/** @since 0.1.0 */
+export { StandingResolveHandler } from "./services/StandingResolveHandler.js"
+/** @since 0.1.0 */
+export * from "./services/ResolveConfig.js"
+
+/** @since 0.1.0 */
+export * as PendingAction from "./tools/PendingAction.js"
+/** @since 0.1.0 */
+export { queueResolveHandler } from "./tools/PendingAction.js"
+/** @since 0.1.0 */
+export * from "./tools/Resolve.js"
+/** @since 0.1.0 */
+export * from "./tools/ToolDefinition.js"
+
+/** @since 0.1.0 */
+export * as ResolveRuntime from "./layers/ResolveRuntime.js"

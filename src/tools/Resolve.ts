@@ -1,0 +1,201 @@
+/**
+ * The `resolve` program and the model-facing `resolve` tool: decode the model's parameters, find the pending
+ * action (the in-flight queued preview, else the standing handler), invoke it once, return its result.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { ResolveRuntime, ResolveTool } from "effect-resolve"
+ *
+ * const answer = ResolveTool.execute({ action: "apply", reason: "The diff matches the request." }).pipe(
+ *   Effect.provide(ResolveRuntime.layer)
+ * ) // fails with NoPendingAction: nothing was staged in this fresh session
+ * ```
+ *
+ * @since 0.1.0
+ */
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as JSONSchema from "effect/JSONSchema"
+import type * as ManagedRuntime from "effect/ManagedRuntime"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as Predicate from "effect/Predicate"
+import * as Schema from "effect/Schema"
+import { InvalidResolveParams, NoPendingAction, type UnknownTool } from "../domain/Errors.js"
+import { type ResolveError, ResolveParams } from "../domain/ResolveParams.js"
+import * as ToolResult from "../domain/ToolResult.js"
+import { ResolveConfig } from "../services/ResolveConfig.js"
+import { StandingResolveHandler } from "../services/StandingResolveHandler.js"
+import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
+import { withResolveDetails } from "./PendingAction.js"
+import { selectTools, type ToolDefinition } from "./ToolDefinition.js"
+
+export {
+  /**
+   * @since 0.1.0
+   * @category schemas
+   */
+  ResolveDetails,
+  /**
+   * @since 0.1.0
+   * @category schemas
+   */
+  ResolveInvocation,
+  /**
+   * @since 0.1.0
+   * @category schemas
+   */
+  ResolveParams
+} from "../domain/ResolveParams.js"
+
+const decodeParams = Schema.decodeUnknown(ResolveParams, { onExcessProperty: "error", errors: "first" })
+
+const fieldOf = (path: ReadonlyArray<PropertyKey>): string =>
+  path.length === 0 ? "(root)" : path.map((key) => String(key)).join(".")
+
+const valueAt = (input: unknown, path: ReadonlyArray<PropertyKey>): unknown =>
+  path.reduce<unknown>((value, key) => Predicate.isObject(value) ? (value as any)[key] : undefined, input)
+
+const show = (value: unknown): string => {
+  const text = Array.isArray(value) ? "an array" : value === null ? "null" : JSON.stringify(value) ?? String(value)
+  return text.length > 40 ? `${text.slice(0, 40)}…` : text
+}
+
+/**
+ * Decodes untrusted `resolve` input. A failure names the first bad field and what is wrong with it.
+ *
+ * @since 0.1.0
+ * @category decoding
+ */
+export const decodeResolveParams = (input: unknown): Effect.Effect<ResolveParams, InvalidResolveParams> =>
+  Effect.mapError(decodeParams(input), (error) => {
+    const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
+    const field = fieldOf(issue?.path ?? [])
+    const problem = issue === undefined ?
+      "could not be decoded" :
+      issue.path.length === 0 ?
+      "must be a JSON object with \"action\" and \"reason\"" :
+      issue._tag === "Unexpected" ?
+      (issue.path.length === 1 ?
+        "is not a resolve parameter (only action, reason and extra are)" :
+        "is not an allowed key (it could rewrite a prototype)") :
+      issue._tag === "Missing" ?
+      "is required" :
+      issue._tag === "Type" && field === "action" ?
+      `must be "apply" or "discard", got ${show(valueAt(input, issue.path))}` :
+      issue._tag === "Type" && field === "extra" ?
+      `must be a JSON object such as { "title": "my-plan" }, got ${show(valueAt(input, issue.path))}` :
+      issue.message
+    return new InvalidResolveParams({ field, problem })
+  })
+
+/**
+ * The text returned for `discard` with nothing pending when `ResolveConfig.discardWithoutPending` is `"succeed"`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const nothingToDiscardText = "Nothing to discard; no pending action remains."
+
+/**
+ * The `resolve` program (SPEC §6) on decoded parameters: the in-flight queued invoker, else the standing handler,
+ * else `NoPendingAction`. Interrupting it before the handler commits leaves the action pending.
+ *
+ * @since 0.1.0
+ * @category programs
+ */
+export const resolve: (
+  params: ResolveParams
+) => Effect.Effect<ToolResult.ToolResult, ResolveError, ToolChoiceQueue | StandingResolveHandler> = Effect.fn(
+  "resolve"
+)(function*(params: ResolveParams) {
+  yield* Effect.annotateCurrentSpan({ action: params.action })
+  const queue = yield* ToolChoiceQueue
+  const standing = yield* StandingResolveHandler
+  const queued = yield* queue.peekInFlightInvoker
+  const invoker = Option.isSome(queued) ? queued : yield* standing.peek
+  if (Option.isSome(invoker)) return yield* invoker.value(params)
+  const config = yield* ResolveConfig
+  if (params.action === "discard" && config.discardWithoutPending === "succeed") {
+    return withResolveDetails(ToolResult.text(nothingToDiscardText), params)
+  }
+  return yield* new NoPendingAction()
+})
+
+const description = [
+  "Finish the pending preview: apply it or discard it.",
+  "",
+  "Some tools show a preview instead of changing anything; the change waits until you call this tool.",
+  "Call it as soon as you have read the preview, before any other tool:",
+  "- action \"apply\" commits exactly what the preview showed;",
+  "- action \"discard\" drops it; nothing is changed.",
+  "Give a one-sentence reason (it is shown to the user). Only plan approvals read `extra`, for example",
+  "{ \"title\": \"my-plan\" }.",
+  "If several previews are pending, each call resolves the most recent one.",
+  "If applying fails, the preview stays pending: fix the cause and apply again, or discard it."
+].join("\n")
+
+const parameters = JSONSchema.make(Schema.Struct(ResolveParams.fields))
+
+/**
+ * The model-facing `resolve` tool: hidden (never selected by name; `toolsFor` appends it), with JSON Schema
+ * parameters generated from `ResolveParams` and an `execute` that decodes untrusted input and runs `resolve`.
+ *
+ * @since 0.1.0
+ * @category tools
+ */
+export const ResolveTool = {
+  name: "resolve",
+  label: "Resolve",
+  hidden: true,
+  description,
+  parameters,
+  execute: (input: unknown) => Effect.flatMap(decodeResolveParams(input), resolve)
+} as const satisfies ToolDefinition<ResolveError | InvalidResolveParams, ToolChoiceQueue | StandingResolveHandler>
+
+/**
+ * The tool list of a request: the requested tools in order (`resolve` and other hidden tools filtered out of the
+ * request), with `resolve` always appended last.
+ *
+ * @since 0.1.0
+ * @category tools
+ */
+export const toolsFor = <T extends ToolDefinition<any, any>>(
+  requested: Iterable<string>,
+  available: Iterable<T>
+): Effect.Effect<ReadonlyArray<T | typeof ResolveTool>, UnknownTool> =>
+  selectTools<T | typeof ResolveTool>(requested, available, [ResolveTool])
+
+/**
+ * Runs the `resolve` tool for a host that does not use Effect. The Promise resolves with the tool result, rejects
+ * with the typed error (`NoPendingAction`, `InvalidResolveParams`, ...), and `signal` interrupts the fiber: an abort
+ * before the handler commits leaves the action pending, and the Promise rejects with `signal.reason`.
+ *
+ * @example
+ * ```ts
+ * import { ManagedRuntime } from "effect"
+ * import { ResolveRuntime, runResolve } from "effect-resolve"
+ *
+ * const session = ManagedRuntime.make(ResolveRuntime.layer)
+ * const controller = new AbortController()
+ * await runResolve(session, { action: "discard", reason: "Not needed." }, { signal: controller.signal })
+ * ```
+ *
+ * @since 0.1.0
+ * @category running
+ */
+export const runResolve = async <ER>(
+  runtime: ManagedRuntime.ManagedRuntime<ToolChoiceQueue | StandingResolveHandler, ER>,
+  input: unknown,
+  options: { readonly signal?: AbortSignal } = {}
+): Promise<ToolResult.ToolResult> => {
+  const exit = await runtime.runPromiseExit(
+    ResolveTool.execute(input),
+    options.signal === undefined ? undefined : { signal: options.signal }
+  )
+  if (Exit.isSuccess(exit)) return exit.value
+  if (Cause.isInterruptedOnly(exit.cause) && options.signal?.aborted === true) throw options.signal.reason
+  throw Cause.squash(exit.cause)
+}
