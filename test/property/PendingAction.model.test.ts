@@ -30,7 +30,7 @@ type PendingActionHandle = PendingAction.PendingActionHandle
 type PendingStatus = PendingAction.PendingStatus
 
 const LONG = process.env.LONG !== undefined && process.env.LONG !== "" && process.env.LONG !== "0"
-const numRuns = LONG ? 20_000 : 200
+const numRuns = LONG ? 20_000 : 300
 
 type ApplyOutcome = "ok" | "fail" | "toolError" | "die" | "commitThenFail" | "interrupt" | "interruptAfterCommit"
 type RejectPolicy = "none" | "default" | "custom" | "fail"
@@ -263,6 +263,18 @@ class ResolveCmd implements Cmd {
   toString = () => `resolve(${this.action}, ${this.outcome})`
 }
 
+/** A whole forced turn: serve, call resolve, end the turn. */
+class TurnCmd implements Cmd {
+  constructor(readonly call: ResolveCmd) {}
+  check = () => true
+  run = async (model: Model, real: Real) => {
+    await new NextCmd().run(model, real)
+    await this.call.run(model, real)
+    await new EndTurnCmd().run(model, real)
+  }
+  toString = () => `turn(${this.call.action}, ${this.call.outcome})`
+}
+
 class EndTurnCmd implements Cmd {
   check = () => true
   run = (model: Model, real: Real) =>
@@ -322,9 +334,31 @@ class StandingCmd implements Cmd {
   toString = () => this.install ? "standing.set" : "standing.clear"
 }
 
+const resolveArb = fc.tuple(
+  fc.constantFrom("apply" as const, "discard" as const),
+  fc.constantFrom<ApplyOutcome>(
+    "ok",
+    "ok",
+    "fail",
+    "toolError",
+    "die",
+    "commitThenFail",
+    "interrupt",
+    "interruptAfterCommit"
+  )
+).map(([action, outcome]) => new ResolveCmd(action, outcome))
+
+const stageArb = fc.tuple(
+  fc.constantFrom(...sources),
+  fc.constantFrom<RejectPolicy>("none", "default", "custom", "fail")
+)
+  .map(([source, reject]) => new StageCmd(source, reject))
+
 const commands = [
-  fc.tuple(fc.constantFrom(...sources), fc.constantFrom<RejectPolicy>("none", "default", "custom", "fail"))
-    .map(([source, reject]) => new StageCmd(source, reject)),
+  stageArb,
+  stageArb,
+  resolveArb.map((call) => new TurnCmd(call)),
+  resolveArb.map((call) => new TurnCmd(call)),
   fc.constant(new NextCmd()),
   fc.constant(new NextCmd()),
   fc.tuple(
@@ -384,7 +418,7 @@ const runSequence = async (cmds: Iterable<Cmd>) => {
 describe("pending actions against the reference model", () => {
   it(`every staged action ends exactly once, over ${numRuns} random sequences`, async () => {
     await fc.assert(
-      fc.asyncProperty(fc.commands(commands, { maxCommands: 30 }), async (cmds) => {
+      fc.asyncProperty(fc.commands(commands, { maxCommands: 40, size: "max" }), async (cmds) => {
         await runSequence(cmds)
       }),
       { numRuns }

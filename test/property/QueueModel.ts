@@ -3,7 +3,9 @@
  * model-based tests. It is a plain array and a few fields: no Effect, no persistence tricks, O(n) everywhere.
  * Callbacks are plain functions of the model, run in the same order the real queue runs its Effects.
  */
-import type { RejectDecision, RejectReason, ToolChoice } from "../../src/index.js"
+import type { RejectDecision, RejectReason, ToolChoice as TC } from "../../src/index.js"
+
+type ToolChoice = TC.ToolChoice
 
 /** What a directive does when its value ends; `onRejected` returning `undefined` means "the callback failed" (drop). */
 export interface ModelHooks {

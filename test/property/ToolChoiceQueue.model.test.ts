@@ -9,6 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, FastCheck as fc, Layer, Logger, Option, Runtime } from "effect"
 import {
   type Invoker,
+  type PushOptions,
   type RejectDecision,
   type RejectReason,
   ToolChoice,
@@ -101,7 +102,7 @@ const realOptions = (
   resolved: ResolvedPolicy,
   rejected: RejectedPolicy,
   invoker: boolean
-): ToolChoiceQueue.PushOptions => ({
+): PushOptions => ({
   ...(resolved === "none" ? {} : {
     onResolved: Effect.suspend((): Effect.Effect<void> => {
       real.events.push(`resolved:${tag}`)
@@ -360,7 +361,7 @@ const replay = (cmds: ReadonlyArray<Cmd>) => {
 describe("ToolChoiceQueue against the reference model", () => {
   it(`agrees on every observable over ${numRuns} random sequences`, () => {
     fc.assert(
-      fc.property(fc.commands(commands, { maxCommands: 40 }), (cmds) => {
+      fc.property(fc.commands(commands, { maxCommands: 50, size: "max" }), (cmds) => {
         fc.modelRun(setup, cmds)
       }),
       { numRuns }
@@ -375,12 +376,12 @@ describe("ToolChoiceQueue against the reference model", () => {
       new RejectCmd("unavailable")
     ])
     assert.deepStrictEqual(run(real.queue.inspect), ["a", "a", "b"])
-    assert.deepStrictEqual(run(real.queue.nextToolChoice), Option.some("auto"))
+    assert.deepStrictEqual(run(real.queue.nextToolChoice), Option.some<ToolChoice.ToolChoice>("auto"))
     const info = Option.getOrThrow(run(real.queue.inFlight))
     assert.deepStrictEqual([info.id, info.label, info.requeues], ["directive-1", "a", 1])
     run(real.queue.resolve)
     // The rest of the sequence is not duplicated.
-    assert.deepStrictEqual(run(real.queue.nextToolChoice), Option.some("required"))
+    assert.deepStrictEqual(run(real.queue.nextToolChoice), Option.some<ToolChoice.ToolChoice>("required"))
     assert.deepStrictEqual(run(real.queue.inspect), ["b"])
   })
 
