@@ -1,0 +1,558 @@
+import type { FileSystem, Path } from "@effect/platform"
+import { NodeContext, NodePath } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Cause, Deferred, Effect, Exit, Fiber, Layer, Option } from "effect"
+import * as NFS from "node:fs/promises"
+import * as OS from "node:os"
+import * as NPath from "node:path"
+import { ResolveRuntime, ResolveTool, SteeringBus, ToolChoiceQueue, ToolResult } from "../../src/index.js"
+import * as FileEditPreview from "../../src/tools/FileEditPreview.js"
+import * as FaultyFileSystem from "../support/FaultyFileSystem.js"
+
+// -----------------------------------------------------------------------------------------------------------------
+// helpers: a real temporary workspace per test
+// -----------------------------------------------------------------------------------------------------------------
+
+const tempDir = Effect.acquireRelease(
+  Effect.promise(() => NFS.mkdtemp(NPath.join(OS.tmpdir(), "effect-resolve-edit-"))),
+  (dir) => Effect.promise(() => NFS.rm(dir, { recursive: true, force: true }))
+)
+
+const writeFiles = (root: string, files: Record<string, string | Uint8Array>) =>
+  Effect.promise(async () => {
+    for (const [name, content] of Object.entries(files)) {
+      await NFS.mkdir(NPath.dirname(NPath.join(root, name)), { recursive: true })
+      await NFS.writeFile(NPath.join(root, name), content)
+    }
+  })
+
+const readText = (root: string, name: string) => Effect.promise(() => NFS.readFile(NPath.join(root, name), "utf8"))
+const listing = (root: string) => Effect.promise(() => NFS.readdir(root, { recursive: true }).then((l) => l.sort()))
+
+interface Workspace {
+  readonly root: string
+  readonly plan: FaultyFileSystem.Plan
+}
+
+/** Runs `body` in a fresh session over a fresh temporary workspace holding `files`. */
+const inWorkspace = <A, E>(
+  files: Record<string, string | Uint8Array>,
+  body: (
+    ws: Workspace
+  ) => Effect.Effect<
+    A,
+    E,
+    ResolveRuntime.Services | FileEditPreview.Workspace | FileSystem.FileSystem | Path.Path
+  >,
+  limits: { readonly maxFiles?: number; readonly maxBytes?: number } = {}
+) =>
+  Effect.scoped(Effect.gen(function*() {
+    const root = yield* tempDir
+    yield* writeFiles(root, files)
+    const plan = yield* FaultyFileSystem.makePlan
+    const layer = Layer.mergeAll(
+      ResolveRuntime.layer,
+      FaultyFileSystem.layer(plan),
+      NodePath.layer,
+      FileEditPreview.layer({ root, ...limits })
+    )
+    return yield* body({ root, plan }).pipe(Effect.provide(layer))
+  }))
+
+const edit = (input: unknown) => FileEditPreview.tool.execute(input)
+
+/** One model turn that calls resolve: serve the queue, call, end the turn. */
+const turn = (call: { readonly action: "apply" | "discard"; readonly reason: string }) =>
+  Effect.gen(function*() {
+    const queue = yield* ToolChoiceQueue
+    yield* queue.nextToolChoice
+    const exit = yield* Effect.exit(ResolveTool.execute(call))
+    yield* queue.resolve
+    return exit
+  })
+
+const failureOf = <A, E>(exit: Exit.Exit<A, E>): E => {
+  if (Exit.isSuccess(exit)) throw new Error("expected a failure")
+  const failure = Cause.failureOption(exit.cause)
+  if (Option.isNone(failure)) throw new Error(`expected a typed failure, got ${Cause.pretty(exit.cause)}`)
+  return failure.value
+}
+
+const successOf = <A, E>(exit: Exit.Exit<A, E>): A => {
+  if (Exit.isFailure(exit)) throw new Error(`expected a success, got ${Cause.pretty(exit.cause)}`)
+  return exit.value
+}
+
+const nothingStaged = Effect.gen(function*() {
+  const queue = yield* ToolChoiceQueue
+  const bus = yield* SteeringBus
+  assert.deepStrictEqual(yield* queue.inspect, [])
+  assert.deepStrictEqual(yield* bus.pending, [])
+})
+
+const one = (path: string, oldText: string, newText: string, replaceAll?: boolean) => ({
+  files: [{ path, edits: [{ oldText, newText, ...(replaceAll === undefined ? {} : { replaceAll }) }] }]
+})
+
+// -----------------------------------------------------------------------------------------------------------------
+// preview, apply, discard
+// -----------------------------------------------------------------------------------------------------------------
+
+describe("FileEditPreview", () => {
+  it.live("is a ToolDefinition named edit with JSON Schema parameters", () =>
+    Effect.sync(() => {
+      assert.strictEqual(FileEditPreview.tool.name, "edit")
+      const params = FileEditPreview.tool.parameters as any
+      assert.strictEqual(params.type, "object")
+      assert.deepStrictEqual(params.required, ["files"])
+      assert.deepStrictEqual(params.properties.files.items.required, ["path", "edits"])
+      assert.deepStrictEqual(params.properties.files.items.properties.edits.items.required, ["oldText", "newText"])
+    }))
+
+  it.live("a preview writes nothing, shows the diff and stages one pending action", () =>
+    inWorkspace({ "src/a.ts": "const a = 1\nconst b = 2\n" }, ({ root }) =>
+      Effect.gen(function*() {
+        const before = yield* listing(root)
+        const result = yield* edit(one("src/a.ts", "const b = 2", "const b = 3"))
+        const text = ToolResult.textOf(result)
+        const [first] = text.split("\n")
+        assert.strictEqual(first, FileEditPreview.previewHeadline)
+        assert.include(first!, "Nothing is written yet")
+        assert.include(
+          text,
+          "--- a/src/a.ts\n+++ b/src/a.ts\n@@ -1,2 +1,2 @@\n const a = 1\n-const b = 2\n+const b = 3"
+        )
+        assert.include(text, "Edit: 1 replacement(s) in 1 file(s):\n  src/a.ts: 1 replacement(s)")
+        const details = result.details as any
+        assert.deepStrictEqual(details.files, [{ path: "src/a.ts", replacements: 1 }])
+        assert.strictEqual(details.fileCount, 1)
+        assert.strictEqual(details.replacements, 1)
+        assert.strictEqual(yield* readText(root, "src/a.ts"), "const a = 1\nconst b = 2\n")
+        assert.deepStrictEqual(yield* listing(root), before)
+        const queue = yield* ToolChoiceQueue
+        assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        const bus = yield* SteeringBus
+        assert.deepStrictEqual((yield* bus.pending).map((m) => m.customType), ["resolve-reminder"])
+      })))
+
+  it.live("apply writes exactly the previewed change, in every file", () =>
+    inWorkspace({ "a.txt": "one two one\n", "b.txt": "alpha\nbeta\n" }, ({ root }) =>
+      Effect.gen(function*() {
+        yield* edit({
+          files: [
+            {
+              path: "a.txt",
+              edits: [{ oldText: "one", newText: "1", replaceAll: true }, { oldText: "two", newText: "2" }]
+            },
+            { path: "b.txt", edits: [{ oldText: "beta", newText: "gamma" }] }
+          ]
+        })
+        const result = successOf(yield* turn({ action: "apply", reason: "Matches the request." }))
+        assert.strictEqual(
+          ToolResult.textOf(result),
+          "Applied Edit: 4 replacement(s) in 2 file(s). Wrote a.txt (3), b.txt (1). Reason: Matches the request."
+        )
+        const details = result.details as any
+        assert.strictEqual(details.label, "Edit: 4 replacement(s) in 2 file(s)")
+        assert.strictEqual(details.sourceToolName, "edit")
+        assert.deepStrictEqual(details.sourceResultDetails.files, [
+          { path: "a.txt", replacements: 3 },
+          { path: "b.txt", replacements: 1 }
+        ])
+        assert.strictEqual(yield* readText(root, "a.txt"), "1 2 1\n")
+        assert.strictEqual(yield* readText(root, "b.txt"), "alpha\ngamma\n")
+        assert.deepStrictEqual(yield* listing(root), ["a.txt", "b.txt"])
+        const queue = yield* ToolChoiceQueue
+        assert.deepStrictEqual(yield* queue.inspect, [])
+      })))
+
+  it.live("newText with $ patterns is inserted literally", () =>
+    inWorkspace({ "a.txt": "price\n" }, ({ root }) =>
+      Effect.gen(function*() {
+        yield* edit(one("a.txt", "price", "$& $1 $$"))
+        successOf(yield* turn({ action: "apply", reason: "ok" }))
+        assert.strictEqual(yield* readText(root, "a.txt"), "$& $1 $$\n")
+      })))
+
+  it.live("discard writes nothing and says what was discarded", () =>
+    inWorkspace({ "a.txt": "x\n" }, ({ root }) =>
+      Effect.gen(function*() {
+        yield* edit(one("a.txt", "x", "y"))
+        const result = successOf(yield* turn({ action: "discard", reason: "Not needed." }))
+        assert.strictEqual(
+          ToolResult.textOf(result),
+          "Discarded: Edit: 1 replacement(s) in 1 file(s). Nothing was written to a.txt. Reason: Not needed."
+        )
+        assert.strictEqual(yield* readText(root, "a.txt"), "x\n")
+        assert.deepStrictEqual(yield* listing(root), ["a.txt"])
+      })))
+
+  it.live("keeps file modes", () =>
+    inWorkspace({ "run.sh": "echo hi\n" }, ({ root }) =>
+      Effect.gen(function*() {
+        yield* Effect.promise(() => NFS.chmod(NPath.join(root, "run.sh"), 0o751))
+        yield* edit(one("run.sh", "hi", "hello"))
+        successOf(yield* turn({ action: "apply", reason: "ok" }))
+        const stat = yield* Effect.promise(() => NFS.stat(NPath.join(root, "run.sh")))
+        assert.strictEqual(stat.mode & 0o777, 0o751)
+        assert.strictEqual(yield* readText(root, "run.sh"), "echo hello\n")
+      })))
+
+  it.live("CRLF, a missing trailing newline and a BOM survive untouched outside the edits", () =>
+    inWorkspace({ "win.txt": "\uFEFFa\r\nb\r\nc", "unix.txt": "x\ny" }, ({ root }) =>
+      Effect.gen(function*() {
+        const result = yield* edit({
+          files: [
+            { path: "win.txt", edits: [{ oldText: "b", newText: "B" }] },
+            { path: "unix.txt", edits: [{ oldText: "x", newText: "X" }] }
+          ]
+        })
+        assert.include(ToolResult.textOf(result), "\\ No newline at end of file")
+        successOf(yield* turn({ action: "apply", reason: "ok" }))
+        const win = yield* Effect.promise(() => NFS.readFile(NPath.join(root, "win.txt")))
+        assert.deepStrictEqual([...win], [...Buffer.from("\uFEFFa\r\nB\r\nc", "utf8")])
+        assert.strictEqual(yield* readText(root, "unix.txt"), "X\ny")
+      })))
+
+  it.live("a path through a symlink inside the workspace edits the target", () =>
+    inWorkspace({ "real.txt": "v1\n" }, ({ root }) =>
+      Effect.gen(function*() {
+        yield* Effect.promise(() => NFS.symlink(NPath.join(root, "real.txt"), NPath.join(root, "link.txt")))
+        yield* edit(one("link.txt", "v1", "v2"))
+        successOf(yield* turn({ action: "apply", reason: "ok" }))
+        assert.strictEqual(yield* readText(root, "real.txt"), "v2\n")
+        const link = yield* Effect.promise(() => NFS.lstat(NPath.join(root, "link.txt")))
+        assert.isTrue(link.isSymbolicLink())
+      })))
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // typed errors at preview time; nothing staged
+  // ---------------------------------------------------------------------------------------------------------------
+
+  describe("preview errors", () => {
+    const files = { "a.txt": "one one two\n", "b.txt": "b\n", "bin.dat": new Uint8Array([0xff, 0xfe, 0x00, 0x80]) }
+
+    const expectError = <T>(input: unknown, check: (error: unknown) => T, limits = {}) =>
+      inWorkspace(files, ({ root }) =>
+        Effect.gen(function*() {
+          const before = yield* listing(root)
+          const error = failureOf(yield* Effect.exit(edit(input)))
+          check(error)
+          yield* nothingStaged
+          assert.deepStrictEqual(yield* listing(root), before)
+          assert.strictEqual(yield* readText(root, "a.txt"), "one one two\n")
+        }), limits)
+
+    it.live("oldText not found names the file and the edit", () =>
+      expectError(
+        { files: [{ path: "a.txt", edits: [{ oldText: "two", newText: "2" }, { oldText: "three", newText: "3" }] }] },
+        (error) => {
+          assert.instanceOf(error, FileEditPreview.EditTextNotFound)
+          assert.strictEqual(error.path, "a.txt")
+          assert.strictEqual(error.editIndex, 1)
+          assert.include(error.message, "a.txt, edits[1]: oldText was not found")
+        }
+      ))
+
+    it.live("oldText found more than once without replaceAll", () =>
+      expectError(one("a.txt", "one", "1"), (error) => {
+        assert.instanceOf(error, FileEditPreview.EditTextAmbiguous)
+        assert.strictEqual(error.path, "a.txt")
+        assert.strictEqual(error.editIndex, 0)
+        assert.strictEqual(error.occurrences, 2)
+        assert.include(error.message, "replaceAll")
+      }))
+
+    it.live("a later file's error stages nothing for the earlier files", () =>
+      expectError(
+        {
+          files: [{ path: "b.txt", edits: [{ oldText: "b", newText: "B" }] }, {
+            path: "nope.txt",
+            edits: [{ oldText: "x", newText: "y" }]
+          }]
+        },
+        (error) => {
+          assert.instanceOf(error, FileEditPreview.EditFileMissing)
+          assert.strictEqual(error.path, "nope.txt")
+        }
+      ))
+
+    it.live("file not UTF-8", () =>
+      expectError(one("bin.dat", "x", "y"), (error) => {
+        assert.instanceOf(error, FileEditPreview.EditFileNotText)
+        assert.strictEqual(error.path, "bin.dat")
+      }))
+
+    it.live("a directory is not a file", () =>
+      inWorkspace({ "dir/x.txt": "x" }, () =>
+        Effect.gen(function*() {
+          const error = failureOf(yield* Effect.exit(edit(one("dir", "x", "y"))))
+          assert.instanceOf(error, FileEditPreview.EditFileUnreadable)
+          assert.include(error.message, "not a regular file")
+          yield* nothingStaged
+        })))
+
+    it.live("`..` escapes the workspace", () =>
+      expectError(one("../outside.txt", "x", "y"), (error) => {
+        assert.instanceOf(error, FileEditPreview.EditPathOutsideWorkspace)
+        assert.strictEqual(error.path, "../outside.txt")
+        assert.isFalse(error.viaSymlink)
+      }))
+
+    it.live("an absolute path elsewhere", () =>
+      expectError(one("/etc/hostname", "x", "y"), (error) => {
+        assert.instanceOf(error, FileEditPreview.EditPathOutsideWorkspace)
+        assert.isFalse(error.viaSymlink)
+      }))
+
+    it.live("an absolute path inside the workspace is accepted", () =>
+      inWorkspace({ "a.txt": "x\n" }, ({ root }) =>
+        Effect.gen(function*() {
+          const result = yield* edit(one(NPath.join(root, "a.txt"), "x", "y"))
+          assert.deepStrictEqual((result.details as any).files, [{ path: "a.txt", replacements: 1 }])
+        })))
+
+    it.live("a symlink (file or directory) that resolves outside the workspace", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const outside = yield* tempDir
+        yield* writeFiles(outside, { "secret.txt": "secret\n" })
+        yield* inWorkspace({ "a.txt": "a\n" }, ({ root }) =>
+          Effect.gen(function*() {
+            yield* Effect.promise(() => NFS.symlink(NPath.join(outside, "secret.txt"), NPath.join(root, "link.txt")))
+            yield* Effect.promise(() => NFS.symlink(outside, NPath.join(root, "linkdir")))
+            for (const path of ["link.txt", "linkdir/secret.txt"]) {
+              const error = failureOf(yield* Effect.exit(edit(one(path, "secret", "leaked"))))
+              assert.instanceOf(error, FileEditPreview.EditPathOutsideWorkspace)
+              assert.strictEqual(error.path, path)
+              assert.isTrue(error.viaSymlink)
+            }
+            yield* nothingStaged
+          }))
+        assert.strictEqual(yield* readText(outside, "secret.txt"), "secret\n")
+      })))
+
+    it.live("too many files", () =>
+      expectError(
+        {
+          files: [{ path: "a.txt", edits: [{ oldText: "two", newText: "2" }] }, {
+            path: "b.txt",
+            edits: [{ oldText: "b", newText: "B" }]
+          }]
+        },
+        (error) => {
+          assert.instanceOf(error, FileEditPreview.EditLimitExceeded)
+          assert.strictEqual(error.limit, "files")
+          assert.strictEqual(error.max, 1)
+          assert.strictEqual(error.actual, 2)
+        },
+        { maxFiles: 1 }
+      ))
+
+    it.live("too many bytes names the file that crosses the limit", () =>
+      expectError(
+        {
+          files: [{ path: "b.txt", edits: [{ oldText: "b", newText: "B" }] }, {
+            path: "a.txt",
+            edits: [{ oldText: "two", newText: "2" }]
+          }]
+        },
+        (error) => {
+          assert.instanceOf(error, FileEditPreview.EditLimitExceeded)
+          assert.strictEqual(error.limit, "bytes")
+          assert.strictEqual(error.path, "a.txt")
+          assert.strictEqual(error.actual, 2 + 12)
+        },
+        { maxBytes: 10 }
+      ))
+
+    it.live("the same file twice", () =>
+      expectError(
+        {
+          files: [{ path: "b.txt", edits: [{ oldText: "b", newText: "B" }] }, {
+            path: "./b.txt",
+            edits: [{ oldText: "b", newText: "C" }]
+          }]
+        },
+        (error) => {
+          assert.instanceOf(error, FileEditPreview.InvalidEditParams)
+          assert.strictEqual(error.field, "files.1.path")
+        }
+      ))
+
+    it.live("invalid input names the field: excess property, empty lists, empty oldText, wrong type", () =>
+      Effect.gen(function*() {
+        const cases: Array<[unknown, string]> = [
+          [{ files: [{ path: "a.txt", edits: [{ oldText: "a", newText: "b" }] }], force: true }, "force"],
+          [{ files: [] }, "files"],
+          [{ files: [{ path: "a.txt", edits: [] }] }, "files.0.edits"],
+          [{ files: [{ path: "a.txt", edits: [{ oldText: "", newText: "b" }] }] }, "files.0.edits.0.oldText"],
+          [{ files: [{ path: "a.txt", edits: [{ oldText: "a", newText: 1 }] }] }, "files.0.edits.0.newText"],
+          [{ files: [{ path: "a.txt", edits: [{ oldText: "a" }] }] }, "files.0.edits.0.newText"],
+          ["files", "(root)"]
+        ]
+        for (const [input, field] of cases) {
+          yield* expectError(input, (error) => {
+            assert.instanceOf(error, FileEditPreview.InvalidEditParams)
+            assert.strictEqual(error.field, field)
+          })
+        }
+      }))
+  })
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // stale previews
+  // ---------------------------------------------------------------------------------------------------------------
+
+  it.live("a stale file: nothing written, the action stays pending, discard works", () =>
+    inWorkspace({ "a.txt": "a\n", "b.txt": "b\n" }, ({ root }) =>
+      Effect.gen(function*() {
+        const preview = yield* edit({
+          files: [
+            { path: "a.txt", edits: [{ oldText: "a", newText: "A" }] },
+            { path: "b.txt", edits: [{ oldText: "b", newText: "B" }] }
+          ]
+        })
+        yield* writeFiles(root, { "b.txt": "b changed by someone\n" })
+        const error = failureOf(yield* turn({ action: "apply", reason: "ok" }))
+        assert.strictEqual(error._tag, "ToolError")
+        assert.match(error.message, /^Preview is stale: b\.txt changed after the preview\. Nothing was written\./)
+        assert.strictEqual(yield* readText(root, "a.txt"), "a\n")
+        assert.strictEqual(yield* readText(root, "b.txt"), "b changed by someone\n")
+        const queue = yield* ToolChoiceQueue
+        assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        const discarded = successOf(yield* turn({ action: "discard", reason: "Stale." }))
+        assert.include(ToolResult.textOf(discarded), "Discarded: Edit: 2 replacement(s) in 2 file(s)")
+        assert.deepStrictEqual(yield* queue.inspect, [])
+        assert.strictEqual(yield* readText(root, "a.txt"), "a\n")
+        assert.strictEqual((preview.details as any).fileCount, 2)
+      })))
+
+  it.live("a deleted file makes the preview stale", () =>
+    inWorkspace({ "a.txt": "a\n" }, ({ root }) =>
+      Effect.gen(function*() {
+        yield* edit(one("a.txt", "a", "A"))
+        yield* Effect.promise(() => NFS.rm(NPath.join(root, "a.txt")))
+        const error = failureOf(yield* turn({ action: "apply", reason: "ok" }))
+        assert.include(error.message, "Preview is stale: a.txt (now missing or unreadable)")
+        assert.deepStrictEqual(yield* listing(root), [])
+      })))
+
+  it.live("two stacked previews of one file: the second applied first makes the first stale, not merged", () =>
+    inWorkspace({ "a.txt": "first line\nsecond line\n" }, ({ root }) =>
+      Effect.gen(function*() {
+        yield* edit(one("a.txt", "first line", "FIRST"))
+        yield* edit(one("a.txt", "second line", "SECOND"))
+        const second = successOf(yield* turn({ action: "apply", reason: "The second one." }))
+        assert.include(ToolResult.textOf(second), "Reason: The second one.")
+        assert.strictEqual(yield* readText(root, "a.txt"), "first line\nSECOND\n")
+        const stale = failureOf(yield* turn({ action: "apply", reason: "The first one." }))
+        assert.include(stale.message, "Preview is stale: a.txt changed after the preview")
+        assert.strictEqual(yield* readText(root, "a.txt"), "first line\nSECOND\n")
+        const queue = yield* ToolChoiceQueue
+        assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        successOf(yield* turn({ action: "discard", reason: "Stale; preview again." }))
+        assert.deepStrictEqual(yield* queue.inspect, [])
+      })))
+
+  // ---------------------------------------------------------------------------------------------------------------
+  // all or nothing: injected faults
+  // ---------------------------------------------------------------------------------------------------------------
+
+  const three = { "a.txt": "a\n", "b.txt": "b\n", "c.txt": "c\n" }
+  const editThree = {
+    files: [
+      { path: "a.txt", edits: [{ oldText: "a", newText: "A" }] },
+      { path: "b.txt", edits: [{ oldText: "b", newText: "B" }] },
+      { path: "c.txt", edits: [{ oldText: "c", newText: "C" }] }
+    ]
+  }
+
+  for (const operation of ["rename", "writeFile", "chmod"] as const) {
+    for (const k of [1, 2, 3]) {
+      it.live(`a fault at ${operation} #${k} of the write phase leaves every file as it was`, () =>
+        inWorkspace(three, ({ plan, root }) =>
+          Effect.gen(function*() {
+            yield* edit(editThree)
+            yield* FaultyFileSystem.arm(plan, FaultyFileSystem.fail(operation, k))
+            const error = failureOf(yield* turn({ action: "apply", reason: "ok" }))
+            assert.strictEqual(error._tag, "ApplyFailed")
+            assert.include(error.message, "Apply failed: writing ")
+            assert.include(error.message, "no file was changed")
+            if (operation === "rename") {
+              assert.include(error.message, `writing ${["a", "b", "c"][k - 1]}.txt failed`)
+              if (k > 1) assert.include(error.message, "Restored from the preview's snapshot: ")
+            }
+            for (const name of ["a", "b", "c"]) assert.strictEqual(yield* readText(root, `${name}.txt`), `${name}\n`)
+            assert.deepStrictEqual(yield* listing(root), ["a.txt", "b.txt", "c.txt"])
+            // Still pending: the next forced turn applies it.
+            const queue = yield* ToolChoiceQueue
+            assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+            successOf(yield* turn({ action: "apply", reason: "retry" }))
+            for (const name of ["a", "b", "c"]) {
+              assert.strictEqual(yield* readText(root, `${name}.txt`), `${name.toUpperCase()}\n`)
+            }
+          })))
+    }
+  }
+
+  it.live("interruption before the write phase leaves the files untouched and the action pending", () =>
+    inWorkspace(three, ({ plan, root }) =>
+      Effect.gen(function*() {
+        yield* edit(editThree)
+        const queue = yield* ToolChoiceQueue
+        yield* queue.nextToolChoice
+        const reached = yield* Deferred.make<void>()
+        const release = yield* Deferred.make<void>()
+        // The check phase reads every file first; block its second read.
+        yield* FaultyFileSystem.arm(plan, FaultyFileSystem.block("readFile", 2, { reached, release }))
+        const fiber = yield* Effect.fork(ResolveTool.execute({ action: "apply", reason: "ok" }))
+        yield* Deferred.await(reached)
+        const exit = yield* Fiber.interrupt(fiber)
+        assert.isTrue(Exit.isInterrupted(exit))
+        yield* queue.resolve
+        for (const name of ["a", "b", "c"]) assert.strictEqual(yield* readText(root, `${name}.txt`), `${name}\n`)
+        assert.deepStrictEqual(yield* listing(root), ["a.txt", "b.txt", "c.txt"])
+        assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        successOf(yield* turn({ action: "apply", reason: "again" }))
+        assert.strictEqual(yield* readText(root, "c.txt"), "C\n")
+      })))
+
+  it.live("interruption during the write phase waits for it: every file is written and the action applied", () =>
+    inWorkspace(three, ({ plan, root }) =>
+      Effect.gen(function*() {
+        yield* edit(editThree)
+        const queue = yield* ToolChoiceQueue
+        yield* queue.nextToolChoice
+        const reached = yield* Deferred.make<void>()
+        const release = yield* Deferred.make<void>()
+        yield* FaultyFileSystem.arm(plan, FaultyFileSystem.block("rename", 2, { reached, release }))
+        const fiber = yield* Effect.fork(ResolveTool.execute({ action: "apply", reason: "ok" }))
+        yield* Deferred.await(reached)
+        const interrupter = yield* Effect.fork(Fiber.interrupt(fiber))
+        // The interruption cannot land while the write phase runs.
+        assert.strictEqual(yield* readText(root, "a.txt"), "A\n")
+        assert.strictEqual(yield* readText(root, "b.txt"), "b\n")
+        yield* Deferred.succeed(release, undefined)
+        const exit = yield* Fiber.join(interrupter)
+        assert.isTrue(Exit.isInterrupted(exit))
+        yield* queue.resolve
+        for (const name of ["a", "b", "c"]) {
+          assert.strictEqual(yield* readText(root, `${name}.txt`), `${name.toUpperCase()}\n`)
+        }
+        assert.deepStrictEqual(yield* listing(root), ["a.txt", "b.txt", "c.txt"])
+        // Committed: the action is applied and not requeued.
+        assert.deepStrictEqual(yield* queue.inspect, [])
+      })))
+
+  it.live("works on the plain NodeContext layer", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const root = yield* tempDir
+      yield* writeFiles(root, { "a.txt": "a\n" })
+      const layer = Layer.mergeAll(ResolveRuntime.layer, NodeContext.layer, FileEditPreview.layer({ root }))
+      yield* Effect.gen(function*() {
+        yield* edit(one("a.txt", "a", "b"))
+        successOf(yield* turn({ action: "apply", reason: "ok" }))
+      }).pipe(Effect.provide(layer))
+      assert.strictEqual(yield* readText(root, "a.txt"), "b\n")
+    })))
+})
