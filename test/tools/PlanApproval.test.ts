@@ -1,0 +1,315 @@
+import { NodeContext } from "@effect/platform-node"
+import { assert, describe, it } from "@effect/vitest"
+import { Cause, Effect, Exit, Layer, Option, Ref, Scope } from "effect"
+import * as NFS from "node:fs/promises"
+import * as OS from "node:os"
+import * as NPath from "node:path"
+import {
+  NoPendingAction,
+  queueResolveHandler,
+  ResolveRuntime,
+  ResolveTool,
+  StandingResolveHandler,
+  ToolChoiceQueue,
+  ToolResult
+} from "../../src/index.js"
+import * as PlanApproval from "../../src/tools/PlanApproval.js"
+
+const tempDir = Effect.acquireRelease(
+  Effect.promise(() => NFS.mkdtemp(NPath.join(OS.tmpdir(), "effect-resolve-plan-"))),
+  (dir) => Effect.promise(() => NFS.rm(dir, { recursive: true, force: true }))
+)
+
+const layer = Layer.mergeAll(ResolveRuntime.layer, NodeContext.layer)
+
+/** A fresh session and a temporary directory holding the plan file (not written yet). */
+const session = <A, E>(
+  body: (plan: { readonly path: string; readonly write: (text: string) => Effect.Effect<void> }) => Effect.Effect<
+    A,
+    E,
+    ResolveRuntime.Services | NodeContext.NodeContext | Scope.Scope
+  >
+) =>
+  Effect.scoped(Effect.gen(function*() {
+    const dir = yield* tempDir
+    const path = NPath.join(dir, "PLAN.md")
+    return yield* body({ path, write: (text) => Effect.promise(() => NFS.writeFile(path, text)) })
+  })).pipe(Effect.provide(layer))
+
+const resolveCall = (call: { readonly action: "apply" | "discard"; readonly reason: string; readonly extra?: any }) =>
+  Effect.exit(ResolveTool.execute(call))
+
+const successOf = <A, E>(exit: Exit.Exit<A, E>): A => {
+  if (Exit.isFailure(exit)) throw new Error(`expected a success, got ${Cause.pretty(exit.cause)}`)
+  return exit.value
+}
+
+const failureOf = <A, E>(exit: Exit.Exit<A, E>): E => {
+  if (Exit.isSuccess(exit)) throw new Error("expected a failure")
+  const failure = Cause.failureOption(exit.cause)
+  if (Option.isNone(failure)) throw new Error(`expected a typed failure, got ${Cause.pretty(exit.cause)}`)
+  return failure.value
+}
+
+describe("PlanApproval", () => {
+  describe("slug", () => {
+    const cases: Array<[string, string | undefined, string]> = [
+      ["  my plan  ", "my-plan", "trims and turns whitespace into -"],
+      ["a/b", undefined, "rejects /"],
+      ["a\\b", undefined, "rejects \\"],
+      ["a..b", undefined, "rejects .."],
+      ["..", undefined, "rejects .. alone"],
+      ["notes.md", "notes", "drops a trailing .md"],
+      ["notes.md.md", "notesmd", "drops only one trailing .md"],
+      ["tab\tand\nnewline", "tab-and-newline", "every whitespace character becomes -"],
+      ["Ünïcode & $ymbols!", "ncode-ymbols", "keeps only [A-Za-z0-9_-]"],
+      ["snake_case-Kebab09", "snake_case-Kebab09", "keeps letters, digits, _ and -"],
+      ["a -- b", "a-b", "collapses runs of -"],
+      ["a - - b", "a-b", "collapses runs created by removed characters"],
+      ["--edge--", "edge", "trims - at both ends"],
+      ["  -  ", undefined, "rejects an empty result"],
+      ["!!!", undefined, "rejects a result with nothing kept"],
+      ["", undefined, "rejects the empty string"]
+    ]
+    for (const [input, expected, rule] of cases) {
+      it(`${rule}: ${JSON.stringify(input)}`, () => {
+        assert.deepStrictEqual(PlanApproval.slug(input), Option.fromNullable(expected))
+      })
+    }
+  })
+
+  describe("planTitle", () => {
+    const title = (extra: Record<string, unknown>, content: string, fileName = "PLAN.md") =>
+      PlanApproval.planTitle({ extra, content, fileName })
+
+    it("extra.title comes first", () => {
+      assert.strictEqual(title({ title: "Ship It" }, "# Heading"), "Ship-It")
+    })
+    it("then the first # heading (level 1 only, CRLF tolerated)", () => {
+      assert.strictEqual(title({}, "intro\r\n## Sub\r\n# Real Title #1\r\n# Second"), "Real-Title-1")
+      assert.strictEqual(title({ title: 42 }, "# From Heading"), "From-Heading")
+    })
+    it("a rejected candidate falls through to the next", () => {
+      assert.strictEqual(title({ title: "../etc" }, "# a/b\n"), "PLAN")
+      assert.strictEqual(title({ title: "  " }, "no heading"), "PLAN")
+    })
+    it("then the file name, then plan", () => {
+      assert.strictEqual(title({}, "no heading", "release-notes.md"), "release-notes")
+      assert.strictEqual(title({}, "no heading", "....md"), "plan")
+      assert.strictEqual(title({}, "no heading", "¿¡.md"), "plan")
+    })
+  })
+
+  it.live("entering installs a standing handler; a missing plan asks the model to write it and the mode stays", () =>
+    session((plan) =>
+      Effect.gen(function*() {
+        const mode = yield* PlanApproval.enter({ planFilePath: plan.path, approve: PlanApproval.autoApprove })
+        const standing = yield* StandingResolveHandler
+        assert.isTrue(Option.isSome(yield* standing.peek))
+        const error = failureOf(yield* resolveCall({ action: "apply", reason: "Ready." }))
+        assert.strictEqual(error._tag, "ToolError")
+        assert.include(
+          error.message,
+          `No plan to approve: ${plan.path} does not exist. Write the plan to that file first`
+        )
+        assert.isTrue(yield* mode.active)
+        assert.isTrue(Option.isSome(yield* standing.peek))
+      })
+    ))
+
+  it.live("an empty plan asks the model to write it", () =>
+    session((plan) =>
+      Effect.gen(function*() {
+        yield* plan.write("  \n\n")
+        const mode = yield* PlanApproval.enter({ planFilePath: plan.path, approve: PlanApproval.autoApprove })
+        const error = failureOf(yield* resolveCall({ action: "apply", reason: "Ready." }))
+        assert.include(error.message, "is empty. Write the plan to that file first")
+        assert.isTrue(yield* mode.active)
+      })
+    ))
+
+  it.live("approved: 'Plan approved' with the details, the mode's scope closes and the handler is gone", () =>
+    session((plan) =>
+      Effect.gen(function*() {
+        yield* plan.write("# Add Caching\n\n1. Do it.\n")
+        const seen = yield* Ref.make<Array<PlanApproval.PlanSubmission>>([])
+        const mode = yield* PlanApproval.enter({
+          planFilePath: plan.path,
+          approve: (submission) => Effect.as(Ref.update(seen, (all) => [...all, submission]), PlanApproval.approved)
+        })
+        const result = successOf(yield* resolveCall({ action: "apply", reason: "The plan is complete." }))
+        assert.strictEqual(
+          ToolResult.textOf(result),
+          `Plan approved: Add-Caching. Plan mode is over; implement the plan in ${plan.path}.`
+        )
+        assert.deepStrictEqual(result.details, {
+          action: "apply",
+          reason: "The plan is complete.",
+          sourceToolName: "plan",
+          label: "Plan: PLAN.md",
+          sourceResultDetails: { planFilePath: plan.path, title: "Add-Caching", planExists: true }
+        })
+        assert.deepStrictEqual(yield* Ref.get(seen), [{
+          planFilePath: plan.path,
+          title: "Add-Caching",
+          content: "# Add Caching\n\n1. Do it.\n",
+          reason: "The plan is complete.",
+          extra: {}
+        }])
+        assert.deepStrictEqual(yield* mode.left, { _tag: "Approved", title: "Add-Caching", planFilePath: plan.path })
+        assert.isFalse(yield* mode.active)
+        const standing = yield* StandingResolveHandler
+        assert.isTrue(Option.isNone(yield* standing.peek))
+        const after = failureOf(yield* resolveCall({ action: "apply", reason: "Again." }))
+        assert.instanceOf(after, NoPendingAction)
+      })
+    ))
+
+  it.live("extra.title names the plan", () =>
+    session((plan) =>
+      Effect.gen(function*() {
+        yield* plan.write("# Heading\n")
+        const mode = yield* PlanApproval.enter({ planFilePath: plan.path, approve: PlanApproval.autoApprove })
+        const result = successOf(
+          yield* resolveCall({ action: "apply", reason: "ok", extra: { title: "cache layer v2.md" } })
+        )
+        assert.strictEqual((result.details as any).sourceResultDetails.title, "cache-layer-v2")
+        assert.deepStrictEqual((result.details as any).extra, { title: "cache layer v2.md" })
+        assert.strictEqual((yield* mode.left)._tag, "Approved")
+      })
+    ))
+
+  it.live("refused: 'Plan refinement requested …' with the feedback, the mode stays, a later approval ends it", () =>
+    session((plan) =>
+      Effect.gen(function*() {
+        yield* plan.write("# Draft\n")
+        const answers = yield* Ref.make([PlanApproval.refused("Cover the error cases."), PlanApproval.approved])
+        const mode = yield* PlanApproval.enter({
+          planFilePath: plan.path,
+          approve: () => Ref.modify(answers, ([first, ...rest]) => [first!, rest])
+        })
+        const refusal = successOf(yield* resolveCall({ action: "apply", reason: "Ready?" }))
+        assert.strictEqual(
+          ToolResult.textOf(refusal),
+          `Plan refinement requested: Cover the error cases.. Revise ${plan.path} and call resolve with action ` +
+            `"apply" again when it is ready. You are still in plan mode.`
+        )
+        assert.deepStrictEqual((refusal.details as any).sourceResultDetails, {
+          planFilePath: plan.path,
+          title: "Draft",
+          planExists: true
+        })
+        assert.isTrue(yield* mode.active)
+        successOf(yield* resolveCall({ action: "apply", reason: "Now with error cases." }))
+        assert.isFalse(yield* mode.active)
+      })
+    ))
+
+  it.live("refused without feedback", () =>
+    session((plan) =>
+      Effect.gen(function*() {
+        yield* plan.write("# Draft\n")
+        yield* PlanApproval.enter({ planFilePath: plan.path, approve: () => Effect.succeed(PlanApproval.refused()) })
+        const refusal = successOf(yield* resolveCall({ action: "apply", reason: "Ready?" }))
+        assert.match(ToolResult.textOf(refusal), /^Plan refinement requested\. Revise /)
+      })
+    ))
+
+  it.live("a failing approval callback is an apply failure; the mode stays", () =>
+    session((plan) =>
+      Effect.gen(function*() {
+        yield* plan.write("# Draft\n")
+        const mode = yield* PlanApproval.enter({
+          planFilePath: plan.path,
+          approve: () => Effect.fail(new Error("approval UI crashed"))
+        })
+        const error = failureOf(yield* resolveCall({ action: "apply", reason: "Ready." }))
+        assert.strictEqual(error._tag, "ApplyFailed")
+        assert.strictEqual(error.message, "Apply failed: approval UI crashed")
+        assert.isTrue(yield* mode.active)
+      })
+    ))
+
+  it.live("discard: the default discard text; the mode stays", () =>
+    session((plan) =>
+      Effect.gen(function*() {
+        yield* plan.write("# Draft\n")
+        const mode = yield* PlanApproval.enter({ planFilePath: plan.path, approve: PlanApproval.autoApprove })
+        const result = successOf(yield* resolveCall({ action: "discard", reason: "Not yet." }))
+        assert.strictEqual(ToolResult.textOf(result), "Discarded: Plan: PLAN.md. Reason: Not yet.")
+        assert.isTrue(yield* mode.active)
+        const standing = yield* StandingResolveHandler
+        assert.isTrue(Option.isSome(yield* standing.peek))
+      })
+    ))
+
+  it.live("a pending preview takes precedence over the plan handler", () =>
+    session((plan) =>
+      Effect.gen(function*() {
+        yield* plan.write("# Draft\n")
+        const approvals = yield* Ref.make(0)
+        const mode = yield* PlanApproval.enter({
+          planFilePath: plan.path,
+          approve: () => Effect.as(Ref.update(approvals, (n) => n + 1), PlanApproval.approved)
+        })
+        const queue = yield* ToolChoiceQueue
+        const preview = yield* queueResolveHandler({
+          label: "Edit: 1 replacement(s) in 1 file(s)",
+          sourceToolName: "edit",
+          apply: () => Effect.succeed(ToolResult.text("edit applied"))
+        })
+        yield* queue.nextToolChoice
+        const first = successOf(yield* resolveCall({ action: "apply", reason: "Apply the edit." }))
+        yield* queue.resolve
+        assert.strictEqual(ToolResult.textOf(first), "edit applied")
+        assert.strictEqual(yield* preview.status, "applied")
+        assert.strictEqual(yield* Ref.get(approvals), 0)
+        assert.isTrue(yield* mode.active)
+        // Nothing in flight now: the plan handler answers.
+        const second = successOf(yield* resolveCall({ action: "apply", reason: "Approve the plan." }))
+        assert.include(ToolResult.textOf(second), "Plan approved: Draft")
+        assert.strictEqual(yield* Ref.get(approvals), 1)
+        assert.isFalse(yield* mode.active)
+      })
+    ))
+
+  it.live("leave closes the mode without approval", () =>
+    session((plan) =>
+      Effect.gen(function*() {
+        const mode = yield* PlanApproval.enter({ planFilePath: plan.path, approve: PlanApproval.autoApprove })
+        yield* mode.leave
+        assert.deepStrictEqual(yield* mode.left, { _tag: "Left" })
+        const standing = yield* StandingResolveHandler
+        assert.isTrue(Option.isNone(yield* standing.peek))
+      })
+    ))
+
+  it.live("closing the enclosing scope leaves the mode", () =>
+    session((plan) =>
+      Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const mode = yield* Scope.extend(
+          PlanApproval.enter({ planFilePath: plan.path, approve: PlanApproval.autoApprove }),
+          scope
+        )
+        assert.isTrue(yield* mode.active)
+        yield* Scope.close(scope, Exit.void)
+        assert.deepStrictEqual(yield* mode.left, { _tag: "Left" })
+        const standing = yield* StandingResolveHandler
+        assert.isTrue(Option.isNone(yield* standing.peek))
+      })
+    ))
+
+  it.live("leaving one mode does not clear a handler installed after it", () =>
+    session((plan) =>
+      Effect.gen(function*() {
+        const first = yield* PlanApproval.enter({ planFilePath: plan.path, approve: PlanApproval.autoApprove })
+        yield* PlanApproval.enter({ planFilePath: `${plan.path}.second.md`, approve: PlanApproval.autoApprove })
+        yield* first.leave
+        const standing = yield* StandingResolveHandler
+        assert.isTrue(Option.isSome(yield* standing.peek))
+        const result = successOf(yield* resolveCall({ action: "discard", reason: "x" }))
+        assert.strictEqual(ToolResult.textOf(result), "Discarded: Plan: PLAN.md.second.md. Reason: x")
+      })
+    ))
+})
