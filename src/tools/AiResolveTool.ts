@@ -1,0 +1,109 @@
+/**
+ * The `resolve` tool as an `@effect/ai` `Tool` and `Toolkit`, for apps that build their own loop on
+ * `LanguageModel`. Its parameters accept any JSON object when a response is decoded (so a bad call reaches the
+ * handler and becomes a typed `InvalidResolveParams` result for the model, instead of failing the whole response)
+ * while the JSON Schema the provider sees is exactly `ResolveTool.parameters`.
+ *
+ * @example
+ * ```ts
+ * import { LanguageModel } from "@effect/ai"
+ * import { Effect } from "effect"
+ * import { AiResolveTool, ResolveRuntime } from "effect-resolve"
+ *
+ * const turn = LanguageModel.generateText({
+ *   prompt: "Apply the pending preview if it is right.",
+ *   toolkit: AiResolveTool.ResolveToolkit
+ * }).pipe(Effect.provide(AiResolveTool.layer), Effect.provide(ResolveRuntime.layer))
+ * ```
+ *
+ * @since 0.1.0
+ */
+import * as Tool from "@effect/ai/Tool"
+import * as Toolkit from "@effect/ai/Toolkit"
+import * as Effect from "effect/Effect"
+import type * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import { ToolResult } from "../domain/ToolResult.js"
+import { StandingResolveHandler } from "../services/StandingResolveHandler.js"
+import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
+import { ResolveTool } from "./Resolve.js"
+
+const { $schema: _, ...jsonSchema } = ResolveTool.parameters
+
+/**
+ * What the model sent to `resolve`, undecoded: any JSON object. Its JSON Schema is `ResolveTool.parameters`.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const RawResolveParams = Schema.Struct({}, Schema.Record({ key: Schema.String, value: Schema.Unknown }))
+  .annotations({ identifier: "ResolveParams", jsonSchema })
+
+/**
+ * What a failed `resolve` call returns to the model: the error's tag and message.
+ *
+ * @since 0.1.0
+ * @category schemas
+ */
+export const ResolveFailure = Schema.Struct({ error: Schema.String, message: Schema.String })
+
+/**
+ * @since 0.1.0
+ * @category models
+ */
+export type ResolveFailure = typeof ResolveFailure.Type
+
+/**
+ * Turns any failure into what the model reads.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const toFailure = (error: unknown): ResolveFailure => {
+  const tag = typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : "Error"
+  const message = typeof error === "object" && error !== null && "message" in error ?
+    String(error.message) :
+    String(error)
+  return { error: tag, message }
+}
+
+/**
+ * The `resolve` tool: failures are returned to the model (`failureMode: "return"`).
+ *
+ * @since 0.1.0
+ * @category tools
+ */
+export const ResolveAiTool = Tool.make("resolve", {
+  description: ResolveTool.description,
+  success: ToolResult,
+  failure: ResolveFailure,
+  failureMode: "return",
+  dependencies: [ToolChoiceQueue, StandingResolveHandler]
+}).setParameters(RawResolveParams)
+
+/**
+ * A toolkit holding only `resolve`; merge it with the app's toolkit (`Toolkit.merge`).
+ *
+ * @since 0.1.0
+ * @category tools
+ */
+export const ResolveToolkit = Toolkit.make(ResolveAiTool)
+
+/**
+ * Runs one `resolve` call from raw model input: the result, or the failure the model reads.
+ *
+ * @since 0.1.0
+ * @category handlers
+ */
+export const handle = (
+  params: unknown
+): Effect.Effect<ToolResult, ResolveFailure, ToolChoiceQueue | StandingResolveHandler> =>
+  Effect.mapError(ResolveTool.execute(params), toFailure)
+
+/**
+ * The handler layer of `ResolveToolkit`; the handler runs the `resolve` program.
+ *
+ * @since 0.1.0
+ * @category layers
+ */
+export const layer: Layer.Layer<Tool.Handler<"resolve">> = ResolveToolkit.toLayer({ resolve: handle })

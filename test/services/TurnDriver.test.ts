@@ -1,0 +1,458 @@
+import { Tool, Toolkit } from "@effect/ai"
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Layer, Option, Ref, Schema } from "effect"
+import {
+  PendingAction,
+  type PendingActionHandle,
+  queueResolveHandler,
+  ResolveConfig,
+  type ResolveConfigShape,
+  StandingResolveHandler,
+  SteeringBus,
+  SteeringMessage,
+  ToolChoiceQueue,
+  ToolResult
+} from "../../src/index.js"
+import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
+import { ResolveNotCalled, skippedText, TurnDriver } from "../../src/services/TurnDriver.js"
+
+// The app's tools: `edit` stages a preview of a file write, `search` is a plain tool.
+const Edit = Tool.make("edit", {
+  parameters: { file: Schema.String, text: Schema.String },
+  success: Schema.String,
+  dependencies: [ToolChoiceQueue, SteeringBus]
+})
+const Search = Tool.make("search", { parameters: { q: Schema.String }, success: Schema.String })
+const AppTools = Toolkit.make(Edit, Search)
+
+interface World {
+  readonly files: Ref.Ref<Record<string, string>>
+  readonly handles: Ref.Ref<ReadonlyArray<PendingActionHandle>>
+  readonly searches: Ref.Ref<ReadonlyArray<string>>
+  /** How many applies fail before one succeeds. */
+  readonly failingApplies: Ref.Ref<number>
+}
+
+const makeWorld = Effect.all({
+  files: Ref.make<Record<string, string>>({}),
+  handles: Ref.make<ReadonlyArray<PendingActionHandle>>([]),
+  searches: Ref.make<ReadonlyArray<string>>([]),
+  failingApplies: Ref.make(0)
+})
+
+const handlers = (world: World) =>
+  AppTools.toLayer({
+    edit: ({ file, text }) =>
+      Effect.gen(function*() {
+        const handle = yield* queueResolveHandler({
+          label: `Edit: 1 replacement in ${file}`,
+          sourceToolName: "edit",
+          apply: () =>
+            Effect.gen(function*() {
+              const failing = yield* Ref.getAndUpdate(world.failingApplies, (n) => Math.max(0, n - 1))
+              if (failing > 0) return yield* Effect.fail(new Error("disk is full"))
+              yield* PendingAction.commit(Ref.update(world.files, (files) => ({ ...files, [file]: text })))
+              return ToolResult.text(`Wrote ${file}`)
+            })
+        })
+        yield* Ref.update(world.handles, (all) => [...all, handle])
+        return `Preview: ${file} would become ${JSON.stringify(text)}`
+      }),
+    search: ({ q }) => Effect.as(Ref.update(world.searches, (all) => [...all, q]), `results for ${q}`)
+  })
+
+let sessions = 0
+
+/** A fresh session (driver + runtime), a scripted model and the app's handlers, per test. */
+const session = (script: ScriptedModel.Script, world: World, config: Partial<ResolveConfigShape> = {}) =>
+  Layer.mergeAll(
+    TurnDriver.layer({ sessionId: `turn-driver-test-${++sessions}` }),
+    ScriptedModel.layer(script),
+    handlers(world),
+    ResolveConfig.layer(config)
+  )
+
+const editCall = (file = "a.ts", text = "hello") => ScriptedModel.toolCall("edit", { file, text })
+const resolveCall = (action: "apply" | "discard", reason = "Looks right.", extra?: Record<string, unknown>) =>
+  ScriptedModel.toolCall("resolve", extra === undefined ? { action, reason } : { action, reason, extra })
+
+const countReminders = (texts: ReadonlyArray<string>) =>
+  texts.filter((text) => text === SteeringMessage.resolveReminderText).length
+
+const statusOf = (world: World, i = 0) => Effect.flatMap(Ref.get(world.handles), (handles) => handles[i]!.status)
+
+describe("TurnDriver", () => {
+  it.effect("forced mode: the request after a preview forces resolve and carries the reminder; resolve applies", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const result = yield* driver.run("Say hello in a.ts", { toolkit: AppTools })
+        assert.strictEqual(result.text, "Done.")
+        const requests = yield* ScriptedModel.requests
+        assert.deepStrictEqual(requests.map((r) => r.toolChoice), ["auto", { tool: "resolve" }, "auto"])
+        assert.strictEqual(countReminders(requests[1]!.userTexts), 1)
+        assert.strictEqual(countReminders(requests[0]!.userTexts), 0)
+        assert.deepStrictEqual(requests[0]!.tools, ["edit", "search", "resolve"])
+        assert.deepStrictEqual(yield* Ref.get(world.files), { "a.ts": "hello" })
+        assert.strictEqual(yield* statusOf(world), "applied")
+        const metrics = yield* driver.metrics
+        assert.strictEqual(metrics.turns, 3)
+        assert.strictEqual(metrics.forcedTurns, 1)
+        assert.strictEqual(metrics.toolChoiceChanges, 2)
+        assert.deepStrictEqual(metrics.previews, { staged: 1, applied: 1, discarded: 0, failed: 0 })
+        assert.deepStrictEqual(metrics.requeues, { error: 0, aborted: 0, not_invoked: 0 })
+      }).pipe(
+        Effect.provide(session([editCall(), resolveCall("apply"), ScriptedModel.text("Done.")], world))
+      )
+    }))
+
+  it.effect("a text answer to a forced turn requeues the preview and forces again", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        yield* driver.run("Edit", { toolkit: AppTools })
+        const requests = yield* ScriptedModel.requests
+        assert.deepStrictEqual(requests.map((r) => r.toolChoice), [
+          "auto",
+          { tool: "resolve" },
+          { tool: "resolve" },
+          "auto"
+        ])
+        assert.strictEqual(yield* statusOf(world), "applied")
+        const metrics = yield* driver.metrics
+        assert.strictEqual(metrics.forcedTurns, 2)
+        assert.strictEqual(metrics.requeues.not_invoked, 1)
+        assert.strictEqual(metrics.previews.applied, 1)
+      }).pipe(Effect.provide(session(
+        [editCall(), ScriptedModel.text("I think it is fine."), resolveCall("apply"), ScriptedModel.text("Done.")],
+        world
+      )))
+    }))
+
+  it.effect("a model error requeues the served preview; the next run is forced to resolve", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const queue = yield* ToolChoiceQueue
+        const failed = yield* Effect.exit(driver.run("Edit", { toolkit: AppTools }))
+        assert.isTrue(Exit.isFailure(failed))
+        assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        assert.strictEqual(yield* statusOf(world), "pending")
+        assert.strictEqual((yield* driver.metrics).requeues.error, 1)
+        yield* driver.run("Go on", { toolkit: AppTools })
+        const requests = yield* ScriptedModel.requests
+        assert.deepStrictEqual(requests[2]!.toolChoice, { tool: "resolve" })
+        // The reminder of the failed request is carried into the next one.
+        assert.strictEqual(countReminders(requests[2]!.userTexts), 1)
+        assert.strictEqual(yield* statusOf(world), "applied")
+      }).pipe(Effect.provide(session(
+        [editCall(), ScriptedModel.fail("overloaded"), resolveCall("apply"), ScriptedModel.text("Done.")],
+        world
+      )))
+    }))
+
+  it.effect("requeues after model errors are bounded: the directive is dropped with a typed error", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const queue = yield* ToolChoiceQueue
+        const first = yield* Effect.flip(driver.run("Edit", { toolkit: AppTools }))
+        assert.strictEqual(first._tag, "UnknownError")
+        const second = yield* Effect.flip(driver.run("Again", { toolkit: AppTools }))
+        assert.strictEqual(second._tag, "UnknownError")
+        const third = yield* Effect.flip(driver.run("Again", { toolkit: AppTools }))
+        assert.strictEqual(third._tag, "RequeueLimitExceeded")
+        assert.deepStrictEqual(yield* queue.inspect, [])
+        assert.strictEqual(yield* statusOf(world), "cleared")
+        assert.strictEqual((yield* driver.metrics).requeues.error, 2)
+      }).pipe(Effect.provide(session(
+        (request) => request.index === 0 ? editCall() : ScriptedModel.fail("tool_choice is not supported"),
+        world,
+        { maxErrorRequeues: 2 }
+      )))
+    }))
+
+  it.live("interrupting the run mid-request requeues the preview; the next run is forced to resolve", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      const started = yield* Deferred.make<void>()
+      const script: ScriptedModel.Script = (request) =>
+        request.index === 0 ?
+          editCall() :
+          request.index === 1 ?
+          Effect.zipRight(Deferred.succeed(started, undefined), Effect.never) :
+          request.index === 2 ?
+          resolveCall("apply") :
+          ScriptedModel.text("Done.")
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const queue = yield* ToolChoiceQueue
+        const fiber = yield* Effect.fork(driver.run("Edit", { toolkit: AppTools }))
+        yield* Deferred.await(started)
+        yield* Fiber.interrupt(fiber)
+        assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        assert.isFalse(yield* queue.hasInFlight)
+        assert.strictEqual(yield* statusOf(world), "pending")
+        assert.strictEqual((yield* driver.metrics).requeues.aborted, 1)
+        yield* driver.run("Continue", { toolkit: AppTools })
+        const requests = yield* ScriptedModel.requests
+        assert.deepStrictEqual(requests[2]!.toolChoice, { tool: "resolve" })
+        assert.strictEqual(yield* statusOf(world), "applied")
+        const transcript = yield* driver.transcript
+        assert.strictEqual(transcript[1]!.outcome, "aborted")
+      }).pipe(Effect.provide(session(script, world)))
+    }))
+
+  it.effect("soft mode, compliant model: zero tool_choice changes and exactly one reminder", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        yield* driver.run("Edit", { toolkit: AppTools })
+        const requests = yield* ScriptedModel.requests
+        assert.deepStrictEqual(requests.map((r) => r.toolChoice), ["auto", "auto", "auto"])
+        assert.strictEqual(countReminders(requests[2]!.userTexts), 1)
+        assert.strictEqual(yield* statusOf(world), "applied")
+        const metrics = yield* driver.metrics
+        assert.strictEqual(metrics.toolChoiceChanges, 0)
+        assert.strictEqual(metrics.forcedTurns, 0)
+        assert.deepStrictEqual(metrics.previews, { staged: 1, applied: 1, discarded: 0, failed: 0 })
+      }).pipe(Effect.provide(session(
+        [editCall(), resolveCall("apply"), ScriptedModel.text("Done.")],
+        world,
+        { enforcement: "soft" }
+      )))
+    }))
+
+  it.effect("soft mode, non-compliant turn: the detour is skipped and only the next turn is forced", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const result = yield* driver.run("Edit", { toolkit: AppTools })
+        const requests = yield* ScriptedModel.requests
+        assert.deepStrictEqual(requests.map((r) => r.toolChoice), ["auto", "auto", { tool: "resolve" }, "auto"])
+        assert.deepStrictEqual(yield* Ref.get(world.searches), [])
+        const detour = result.turns[1]!.toolCalls[0]!
+        assert.strictEqual(detour.outcome, "skipped")
+        assert.deepStrictEqual(detour.result, { skipped: true, message: skippedText })
+        assert.strictEqual(yield* statusOf(world), "discarded")
+        const metrics = yield* driver.metrics
+        assert.strictEqual(metrics.forcedTurns, 1)
+        assert.strictEqual(metrics.toolChoiceChanges, 2)
+        assert.strictEqual(metrics.previews.discarded, 1)
+        assert.strictEqual(metrics.requeues.not_invoked, 1)
+      }).pipe(Effect.provide(session(
+        [
+          editCall(),
+          ScriptedModel.toolCall("search", { q: "greeting" }),
+          resolveCall("discard", "Not needed."),
+          ScriptedModel.text("Done.")
+        ],
+        world,
+        { enforcement: "soft" }
+      )))
+    }))
+
+  it.effect("soft mode fails with a typed error after 3 ignored forced turns", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const queue = yield* ToolChoiceQueue
+        const error = yield* Effect.flip(driver.run("Edit", { toolkit: AppTools }))
+        assert.instanceOf(error, ResolveNotCalled)
+        assert.strictEqual((error as ResolveNotCalled).forcedTurns, 3)
+        const requests = yield* ScriptedModel.requests
+        assert.deepStrictEqual(requests.map((r) => r.toolChoice), [
+          "auto",
+          "auto",
+          { tool: "resolve" },
+          { tool: "resolve" },
+          { tool: "resolve" }
+        ])
+        assert.deepStrictEqual(yield* queue.inspect, [])
+        assert.strictEqual(yield* statusOf(world), "cleared")
+        assert.strictEqual((yield* driver.metrics).forcedTurns, 3)
+      }).pipe(Effect.provide(session(
+        (request) => request.index === 0 ? editCall() : ScriptedModel.text("No."),
+        world,
+        { enforcement: "soft" }
+      )))
+    }))
+
+  it.effect("a preview staged in a batch skips the batch's later calls; the model issues them again", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const result = yield* driver.run("Edit and search", { toolkit: AppTools })
+        const first = result.turns[0]!.toolCalls
+        assert.deepStrictEqual(first.map((c) => [c.name, c.outcome]), [
+          ["edit", "executed"],
+          ["search", "skipped"],
+          ["edit", "skipped"]
+        ])
+        assert.deepStrictEqual(yield* Ref.get(world.searches), ["again"])
+        assert.strictEqual((yield* Ref.get(world.handles)).length, 1)
+        // The history carries one result per call, so the conversation stays valid.
+        const history = yield* driver.history
+        const tool = history.content.find((m) => m.role === "tool")!
+        assert.strictEqual(tool.content.length, 3)
+        assert.strictEqual((yield* driver.metrics).previews.staged, 1)
+      }).pipe(Effect.provide(session(
+        [
+          ScriptedModel.respond(
+            ScriptedModel.toolCallPart("edit", { file: "a.ts", text: "x" }),
+            ScriptedModel.toolCallPart("search", { q: "skipped" }),
+            ScriptedModel.toolCallPart("edit", { file: "b.ts", text: "y" })
+          ),
+          resolveCall("apply"),
+          ScriptedModel.toolCall("search", { q: "again" }),
+          ScriptedModel.text("Done.")
+        ],
+        world
+      )))
+    }))
+
+  it.effect("two stacked previews resolve most-recent-first, one forced turn each", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const order = yield* Ref.make<ReadonlyArray<string>>([])
+        const stage = (name: string) =>
+          queueResolveHandler({
+            label: `Edit: ${name}`,
+            sourceToolName: "edit",
+            apply: () => Effect.as(Ref.update(order, (all) => [...all, `apply ${name}`]), ToolResult.text("ok")),
+            reject: () => Effect.as(Ref.update(order, (all) => [...all, `discard ${name}`]), Option.none())
+          })
+        const first = yield* stage("first")
+        const second = yield* stage("second")
+        yield* driver.run("Resolve both", { toolkit: AppTools })
+        assert.deepStrictEqual(yield* Ref.get(order), ["apply second", "discard first"])
+        assert.strictEqual(yield* first.status, "discarded")
+        assert.strictEqual(yield* second.status, "applied")
+        const requests = yield* ScriptedModel.requests
+        assert.deepStrictEqual(requests.map((r) => r.toolChoice), [{ tool: "resolve" }, { tool: "resolve" }, "auto"])
+        const metrics = yield* driver.metrics
+        assert.deepStrictEqual(metrics.previews, { staged: 0, applied: 1, discarded: 1, failed: 0 })
+      }).pipe(Effect.provide(session(
+        [resolveCall("apply"), resolveCall("discard", "Superseded."), ScriptedModel.text("Done.")],
+        world
+      )))
+    }))
+
+  it.effect("a failing apply keeps the preview pending; the model retries on the next forced turn", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Ref.set(world.failingApplies, 1)
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const result = yield* driver.run("Edit", { toolkit: AppTools })
+        const failedCall = result.turns[1]!.toolCalls[0]!
+        assert.isTrue(failedCall.isFailure)
+        assert.deepStrictEqual(failedCall.result, { error: "ApplyFailed", message: "Apply failed: disk is full" })
+        const requests = yield* ScriptedModel.requests
+        assert.deepStrictEqual(requests[2]!.toolChoice, { tool: "resolve" })
+        assert.strictEqual(yield* statusOf(world), "applied")
+        const metrics = yield* driver.metrics
+        assert.deepStrictEqual(metrics.previews, { staged: 1, applied: 1, discarded: 0, failed: 1 })
+      }).pipe(Effect.provide(session(
+        [editCall(), resolveCall("apply"), resolveCall("apply", "Retry."), ScriptedModel.text("Done.")],
+        world
+      )))
+    }))
+
+  it.effect("plan approval goes through the standing handler, without forcing", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const standing = yield* StandingResolveHandler
+        const approved = yield* Ref.make<ReadonlyArray<unknown>>([])
+        yield* standing.install((call) =>
+          Effect.as(
+            Ref.update(approved, (all) => [...all, call.extra?.title]),
+            ToolResult.text(`Plan ${call.action === "apply" ? "approved" : "rejected"}`)
+          )
+        )
+        const result = yield* driver.run("Plan the change", { toolkit: AppTools })
+        assert.deepStrictEqual(yield* Ref.get(approved), ["my-plan"])
+        assert.deepStrictEqual(result.turns[0]!.toolCalls[0]!.result, ToolResult.text("Plan approved"))
+        const metrics = yield* driver.metrics
+        assert.strictEqual(metrics.forcedTurns, 0)
+        assert.strictEqual(metrics.toolChoiceChanges, 0)
+        assert.deepStrictEqual(metrics.previews, { staged: 0, applied: 0, discarded: 0, failed: 0 })
+      }).pipe(
+        Effect.scoped,
+        Effect.provide(session(
+          [resolveCall("apply", "The plan is complete.", { title: "my-plan" }), ScriptedModel.text("Approved.")],
+          world
+        ))
+      )
+    }))
+
+  it.effect("a model that cannot force a named tool gets the soft path", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        yield* driver.run("Edit", { toolkit: AppTools })
+        const requests = yield* ScriptedModel.requests
+        assert.deepStrictEqual(requests.map((r) => r.toolChoice), [
+          "auto",
+          "auto",
+          { mode: "required", oneOf: ["resolve"] },
+          "auto"
+        ])
+        assert.deepStrictEqual(requests[2]!.tools, ["resolve"])
+        assert.strictEqual(yield* statusOf(world), "applied")
+        assert.strictEqual((yield* driver.metrics).forcedTurns, 1)
+      }).pipe(Effect.provide(session(
+        [editCall(), ScriptedModel.text("Maybe later."), resolveCall("apply"), ScriptedModel.text("Done.")],
+        world,
+        {
+          enforcement: "force",
+          modelCapabilities: {
+            supportsNamedToolChoice: false,
+            supportsRequiredToolChoice: true,
+            supportsNoneToolChoice: true
+          }
+        }
+      )))
+    }))
+
+  it.effect("maxTurns ends a run that never finishes with a typed error", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const error = yield* Effect.flip(driver.run("Search forever", { toolkit: AppTools, maxTurns: 3 }))
+        assert.strictEqual(error._tag, "MaxTurnsExceeded")
+        assert.strictEqual((yield* ScriptedModel.requests).length, 3)
+        assert.strictEqual((yield* driver.metrics).turns, 3)
+      }).pipe(Effect.provide(session(() => ScriptedModel.toolCall("search", { q: "more" }), world)))
+    }))
+
+  it.effect("a new session cannot see the previous session's pending preview", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        yield* Effect.exit(driver.run("Edit", { toolkit: AppTools }))
+        assert.deepStrictEqual(yield* Effect.flatMap(ToolChoiceQueue, (q) => q.inspect), ["pending-action:edit"])
+      }).pipe(Effect.provide(session([editCall()], world)))
+      yield* Effect.gen(function*() {
+        assert.deepStrictEqual(yield* Effect.flatMap(ToolChoiceQueue, (q) => q.inspect), [])
+        const driver = yield* TurnDriver
+        yield* driver.run("Hello", { toolkit: AppTools })
+        assert.deepStrictEqual((yield* ScriptedModel.requests)[0]!.toolChoice, "auto")
+      }).pipe(Effect.provide(session([ScriptedModel.text("Hi.")], world)))
+    }))
+})
