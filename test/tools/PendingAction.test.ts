@@ -1,0 +1,323 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Context, Deferred, Effect, Fiber, Layer, Option, Ref } from "effect"
+import {
+  NoPendingAction,
+  PendingAction,
+  queueResolveHandler,
+  type RejectReason,
+  ResolveRuntime,
+  ResolveTool,
+  StandingResolveHandler,
+  SteeringBus,
+  SteeringMessage,
+  ToolChoice,
+  ToolChoiceQueue,
+  ToolResult
+} from "../../src/index.js"
+
+const resolveChoice = Option.some(ToolChoice.forceTool("resolve"))
+
+const succeedWith = (text: string) => () => Effect.succeed(ToolResult.text(text))
+
+/** A session whose queue and bus log every push and steer, in call order. */
+const observedSession = (log: Ref.Ref<ReadonlyArray<string>>) => {
+  const queue = Layer.effect(
+    ToolChoiceQueue,
+    Effect.map(ToolChoiceQueue, (inner) =>
+      ToolChoiceQueue.of({
+        ...inner,
+        pushOnce: (choice, options) =>
+          Effect.zipRight(Ref.update(log, (l) => [...l, `push ${options?.label}`]), inner.pushOnce(choice, options))
+      }))
+  ).pipe(Layer.provide(ToolChoiceQueue.layer))
+  const bus = Layer.effect(
+    SteeringBus,
+    Effect.gen(function*() {
+      const inner = yield* SteeringBus
+      const q = yield* ToolChoiceQueue
+      return SteeringBus.of({
+        ...inner,
+        steer: (input) =>
+          Effect.flatMap(q.inspect, (queued) =>
+            Effect.zipRight(
+              Ref.update(log, (l) => [...l, `steer ${input.customType} (queued: ${queued.join(", ")})`]),
+              inner.steer(input)
+            ))
+      })
+    })
+  ).pipe(Layer.provide(SteeringBus.layer))
+  return Layer.mergeAll(bus, StandingResolveHandler.layer).pipe(Layer.provideMerge(queue))
+}
+
+class Greeting extends Context.Tag("test/Greeting")<Greeting, string>() {}
+
+describe("queueResolveHandler (§5)", () => {
+  it.effect("pushes the forced directive first, then steers the reminder", () =>
+    Effect.gen(function*() {
+      const log = yield* Ref.make<ReadonlyArray<string>>([])
+      yield* queueResolveHandler({ label: "Edit: 1 file", sourceToolName: "edit", apply: succeedWith("ok") }).pipe(
+        Effect.provide(observedSession(log))
+      )
+      assert.deepStrictEqual(yield* Ref.get(log), [
+        "push pending-action:edit",
+        "steer resolve-reminder (queued: pending-action:edit)"
+      ])
+    }))
+
+  it.effect("queues a one-shot forced resolve at the head, labelled pending-action:<source>", () =>
+    Effect.gen(function*() {
+      const queue = yield* ToolChoiceQueue
+      yield* queue.pushOnce("auto", { label: "earlier" })
+      const handle = yield* queueResolveHandler({
+        label: "AST Edit: 2 replacements in 1 file",
+        sourceToolName: "ast_edit",
+        apply: succeedWith("ok")
+      })
+      assert.strictEqual(handle.label, "AST Edit: 2 replacements in 1 file")
+      assert.strictEqual(handle.sourceToolName, "ast_edit")
+      assert.strictEqual(PendingAction.directiveLabel("ast_edit"), "pending-action:ast_edit")
+      assert.deepStrictEqual(yield* queue.inspect, ["pending-action:ast_edit", "earlier"])
+      assert.deepStrictEqual(yield* queue.nextToolChoice, resolveChoice)
+      const info = Option.getOrThrow(yield* queue.inFlight)
+      assert.deepStrictEqual([info.id, info.label, info.requeues], [handle.id, "pending-action:ast_edit", 0])
+      // One-shot: nothing of it stays queued.
+      assert.deepStrictEqual(yield* queue.inspect, ["earlier"])
+      assert.isTrue(Option.isSome(yield* queue.peekInFlightInvoker))
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("steers the SPEC's reminder with { toolName }", () =>
+    Effect.gen(function*() {
+      const bus = yield* SteeringBus
+      yield* queueResolveHandler({ label: "Plan", sourceToolName: "exit_plan_mode", apply: succeedWith("ok") })
+      const [reminder, ...rest] = yield* bus.drain
+      assert.deepStrictEqual(rest, [])
+      assert.strictEqual(reminder!.customType, "resolve-reminder")
+      assert.strictEqual(reminder!.content, SteeringMessage.resolveReminderText)
+      assert.deepStrictEqual(reminder!.details, { toolName: "exit_plan_mode" })
+      assert.isFalse(reminder!.display)
+      assert.strictEqual(reminder!.attribution, "agent")
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("gives every preview a unique id, even with the same label and source", () =>
+    Effect.gen(function*() {
+      const handles = yield* Effect.forEach(
+        Array.from({ length: 20 }, () => 0),
+        () => queueResolveHandler({ label: "Edit", sourceToolName: "edit", apply: succeedWith("ok") }),
+        { concurrency: "unbounded" }
+      )
+      assert.strictEqual(new Set(handles.map((h) => h.id)).size, 20)
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("stacked previews resolve most recent first, one forced turn each", () =>
+    Effect.gen(function*() {
+      const queue = yield* ToolChoiceQueue
+      const applied = yield* Ref.make<ReadonlyArray<string>>([])
+      const stage = (name: string) =>
+        queueResolveHandler({
+          label: `Edit: ${name}`,
+          sourceToolName: name,
+          apply: () => Effect.as(Ref.update(applied, (a) => [...a, name]), ToolResult.text(`applied ${name}`))
+        })
+      const a = yield* stage("a")
+      const b = yield* stage("b")
+      const c = yield* stage("c")
+      assert.deepStrictEqual(yield* queue.inspect, ["pending-action:c", "pending-action:b", "pending-action:a"])
+      const order: Array<string> = []
+      for (const expected of [c, b, a]) {
+        assert.deepStrictEqual(yield* queue.nextToolChoice, resolveChoice)
+        assert.strictEqual(Option.getOrThrow(yield* queue.inFlight).id, expected.id)
+        const result = yield* ResolveTool.execute({ action: "apply", reason: "ok" })
+        order.push(ToolResult.textOf(result))
+        yield* queue.resolve
+      }
+      assert.deepStrictEqual(order, ["applied c", "applied b", "applied a"])
+      assert.deepStrictEqual(yield* Ref.get(applied), ["c", "b", "a"])
+      for (const handle of [a, b, c]) assert.strictEqual(yield* handle.status, "applied")
+      assert.isTrue(Option.isNone(yield* queue.nextToolChoice))
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("a model that ignores the forced choice does not lose the preview", () =>
+    Effect.gen(function*() {
+      const queue = yield* ToolChoiceQueue
+      const handle = yield* queueResolveHandler({ label: "Edit", sourceToolName: "edit", apply: succeedWith("ok") })
+      for (let turn = 1; turn <= 3; turn++) {
+        yield* queue.nextToolChoice
+        yield* queue.resolve // answered with text: not invoked
+        assert.strictEqual(yield* handle.status, "pending")
+        assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+      }
+      yield* queue.nextToolChoice
+      assert.strictEqual(Option.getOrThrow(yield* queue.inFlight).requeues, 3)
+      yield* ResolveTool.execute({ action: "apply", reason: "ok" })
+      yield* queue.resolve
+      assert.deepStrictEqual(yield* queue.inspect, [])
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("is requeued on every rejection while pending", () =>
+    Effect.gen(function*() {
+      const queue = yield* ToolChoiceQueue
+      const handle = yield* queueResolveHandler({ label: "Edit", sourceToolName: "edit", apply: succeedWith("ok") })
+      const reasons: ReadonlyArray<RejectReason> = ["aborted", "error", "unavailable", "not_invoked"]
+      for (const reason of reasons) {
+        yield* queue.nextToolChoice
+        yield* queue.reject(reason)
+        assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"], reason)
+      }
+      assert.strictEqual(yield* handle.status, "pending")
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  describe("status", () => {
+    it.effect("is resolving while apply runs, then applied", () =>
+      Effect.gen(function*() {
+        const queue = yield* ToolChoiceQueue
+        const started = yield* Deferred.make<void>()
+        const release = yield* Deferred.make<void>()
+        const handle = yield* queueResolveHandler({
+          label: "Edit",
+          sourceToolName: "edit",
+          apply: () =>
+            Effect.zipRight(
+              Deferred.succeed(started, void 0),
+              Effect.as(Deferred.await(release), ToolResult.text("ok"))
+            )
+        })
+        assert.strictEqual(yield* handle.status, "pending")
+        yield* queue.nextToolChoice
+        const fiber = yield* Effect.fork(ResolveTool.execute({ action: "apply", reason: "ok" }))
+        yield* Deferred.await(started)
+        assert.strictEqual(yield* handle.status, "resolving")
+        yield* Deferred.succeed(release, void 0)
+        yield* Fiber.join(fiber)
+        assert.strictEqual(yield* handle.status, "applied")
+      }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+    it.effect("is discarded after a discard and cleared after clear or removeByLabel", () =>
+      Effect.gen(function*() {
+        const queue = yield* ToolChoiceQueue
+        const discarded = yield* queueResolveHandler({ label: "A", sourceToolName: "a", apply: succeedWith("ok") })
+        yield* queue.nextToolChoice
+        yield* ResolveTool.execute({ action: "discard", reason: "no" })
+        yield* queue.resolve
+        assert.strictEqual(yield* discarded.status, "discarded")
+
+        const queued = yield* queueResolveHandler({ label: "B", sourceToolName: "b", apply: succeedWith("ok") })
+        const inFlight = yield* queueResolveHandler({ label: "C", sourceToolName: "c", apply: succeedWith("ok") })
+        yield* queue.nextToolChoice
+        yield* queue.clear
+        assert.strictEqual(yield* queued.status, "cleared")
+        assert.strictEqual(yield* inFlight.status, "cleared")
+
+        const removed = yield* queueResolveHandler({ label: "D", sourceToolName: "d", apply: succeedWith("ok") })
+        assert.strictEqual(yield* queue.removeByLabel("pending-action:d"), 1)
+        assert.strictEqual(yield* removed.status, "cleared")
+        assert.deepStrictEqual(yield* queue.inspect, [])
+        // A cleared action cannot be resolved.
+        assert.instanceOf(yield* Effect.flip(ResolveTool.execute({ action: "apply", reason: "r" })), NoPendingAction)
+      }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+    it.effect("cleared while apply runs: a failing apply ends cleared and is not requeued", () =>
+      Effect.gen(function*() {
+        const queue = yield* ToolChoiceQueue
+        const started = yield* Deferred.make<void>()
+        const release = yield* Deferred.make<void>()
+        const handle = yield* queueResolveHandler({
+          label: "Edit",
+          sourceToolName: "edit",
+          apply: () =>
+            Effect.zipRight(
+              Deferred.succeed(started, void 0),
+              Effect.zipRight(Deferred.await(release), Effect.fail(new Error("late failure")))
+            )
+        })
+        const bus = yield* SteeringBus
+        yield* queue.nextToolChoice
+        yield* bus.drain
+        const fiber = yield* Effect.fork(Effect.flip(ResolveTool.execute({ action: "apply", reason: "ok" })))
+        yield* Deferred.await(started)
+        yield* queue.clear
+        yield* Deferred.succeed(release, void 0)
+        yield* Fiber.join(fiber)
+        assert.strictEqual(yield* handle.status, "cleared")
+        // No reminder for an action that is no longer pending.
+        assert.deepStrictEqual(yield* bus.pending, [])
+        yield* queue.resolve
+        assert.deepStrictEqual(yield* queue.inspect, [])
+      }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+    it.effect("cleared while apply runs: a successful apply still counts as applied", () =>
+      Effect.gen(function*() {
+        const queue = yield* ToolChoiceQueue
+        const started = yield* Deferred.make<void>()
+        const release = yield* Deferred.make<void>()
+        const handle = yield* queueResolveHandler({
+          label: "Edit",
+          sourceToolName: "edit",
+          apply: () =>
+            Effect.zipRight(
+              Deferred.succeed(started, void 0),
+              Effect.as(Deferred.await(release), ToolResult.text("ok"))
+            )
+        })
+        yield* queue.nextToolChoice
+        const fiber = yield* Effect.fork(ResolveTool.execute({ action: "apply", reason: "ok" }))
+        yield* Deferred.await(started)
+        yield* queue.removeByLabel("pending-action:edit")
+        yield* Deferred.succeed(release, void 0)
+        assert.strictEqual(ToolResult.textOf(yield* Fiber.join(fiber)), "ok")
+        assert.strictEqual(yield* handle.status, "applied")
+      }).pipe(Effect.provide(ResolveRuntime.layer)))
+  })
+
+  it.effect("apply runs with the context of the staging tool", () =>
+    Effect.gen(function*() {
+      const queue = yield* ToolChoiceQueue
+      yield* queueResolveHandler({
+        label: "Greet",
+        sourceToolName: "greet",
+        apply: (reason) => Effect.map(Greeting, (greeting) => ToolResult.text(`${greeting}, ${reason}`))
+      }).pipe(Effect.provideService(Greeting, "hello"))
+      yield* queue.nextToolChoice
+      // resolve runs without Greeting in its context.
+      const result = yield* ResolveTool.execute({ action: "apply", reason: "world" })
+      assert.strictEqual(ToolResult.textOf(result), "hello, world")
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  describe("helpers", () => {
+    it.effect("commit outside apply just runs its effect", () =>
+      Effect.gen(function*() {
+        assert.strictEqual(yield* PendingAction.commit(Effect.succeed(42)), 42)
+      }))
+
+    it.effect("runResolveInvocation serves standing handlers with the same mapping and details", () =>
+      Effect.gen(function*() {
+        const standing = yield* StandingResolveHandler
+        const spec: PendingAction.PendingActionSpec<Error> = {
+          label: "Plan: migrate",
+          sourceToolName: "exit_plan_mode",
+          apply: (_reason, extra) => Effect.succeed(ToolResult.text(`approved ${String(extra.title)}`, { plan: 1 }))
+        }
+        yield* standing.set((call) => PendingAction.runResolveInvocation(spec, call))
+        const applied = yield* ResolveTool.execute({ action: "apply", reason: "ok", extra: { title: "p" } })
+        assert.strictEqual(ToolResult.textOf(applied), "approved p")
+        assert.deepStrictEqual(applied.details, {
+          action: "apply",
+          reason: "ok",
+          extra: { title: "p" },
+          sourceToolName: "exit_plan_mode",
+          label: "Plan: migrate",
+          sourceResultDetails: { plan: 1 }
+        })
+        const discarded = yield* ResolveTool.execute({ action: "discard", reason: "no" })
+        assert.strictEqual(ToolResult.textOf(discarded), PendingAction.discardedText("Plan: migrate", "no"))
+        assert.strictEqual(PendingAction.discardedText("L", "R"), "Discarded: L. Reason: R")
+      }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+    it("withResolveDetails keeps the content and omits absent fields", () => {
+      const merged = PendingAction.withResolveDetails(ToolResult.text("t"), { action: "apply", reason: "r" })
+      assert.deepStrictEqual(merged, {
+        content: [{ type: "text", text: "t" }],
+        details: { action: "apply", reason: "r" }
+      })
+    })
+  })
+})
