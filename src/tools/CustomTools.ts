@@ -1,0 +1,512 @@
+/**
+ * Custom tools for authors who do not write Effect. `pushPendingAction` stages a pending action whose callbacks
+ * return Promises; it forwards into `queueResolveHandler`, so the action behaves like any preview: reminded,
+ * forced, resolved exactly once, kept pending when apply fails. `fromCustomTool` / `registerCustomTools` turn
+ * `{ name, description, parameters, execute(params, api) }` objects into `ToolDefinition`s, with
+ * `api.pushPendingAction` bound to the session that runs the tool.
+ *
+ * Errors: a thrown `Error` in `apply` becomes `ApplyFailed` ("Apply failed: <message>"); a thrown object carrying
+ * the tool-error marker (`isToolError: true`, see `toolError`) reaches the model unchanged as a `ToolError`.
+ *
+ * @example
+ * ```ts
+ * import { CustomTools } from "effect-resolve"
+ *
+ * const deploy: CustomTools.CustomTool = {
+ *   name: "deploy",
+ *   description: "Deploy a service (as a preview).",
+ *   parameters: { type: "object", properties: { service: { type: "string" } }, required: ["service"] },
+ *   execute: async (params, api) => {
+ *     await api.pushPendingAction({
+ *       label: `Deploy: ${params.service}`,
+ *       apply: async (reason) => {
+ *         if (params.service === "prod") throw CustomTools.toolError("Deploying prod needs a ticket.")
+ *         return `Deployed ${params.service} (${reason}).`
+ *       }
+ *     })
+ *     return `Ready to deploy ${params.service}. Call resolve to apply or discard.`
+ *   }
+ * }
+ * // const [tool] = yield* CustomTools.registerCustomTools([deploy])
+ * ```
+ *
+ * @since 0.1.0
+ */
+import * as Cause from "effect/Cause"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import type * as JSONSchema from "effect/JSONSchema"
+import * as Option from "effect/Option"
+import * as Runtime from "effect/Runtime"
+import * as Schema from "effect/Schema"
+import { ToolError } from "../domain/Errors.js"
+import { type Extra, forbiddenKeys } from "../domain/ResolveParams.js"
+import * as ToolResult from "../domain/ToolResult.js"
+import type { SteeringBus } from "../services/SteeringBus.js"
+import type { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
+import * as PendingAction from "./PendingAction.js"
+import type { ToolDefinition } from "./ToolDefinition.js"
+
+// -----------------------------------------------------------------------------------------------------------------
+// the tool-error marker
+// -----------------------------------------------------------------------------------------------------------------
+
+/**
+ * The property that marks a thrown object as a tool error: `{ isToolError: true, message }`.
+ *
+ * @since 0.1.0
+ * @category tool errors
+ */
+export const toolErrorMarker = "isToolError" as const
+
+/**
+ * A thrown value that reaches the model unchanged as a `ToolError`.
+ *
+ * @since 0.1.0
+ * @category tool errors
+ */
+export interface ToolErrorLike {
+  readonly isToolError: true
+  readonly message: string
+}
+
+/**
+ * An `Error` carrying the tool-error marker; `toolError(message)` builds one.
+ *
+ * @since 0.1.0
+ * @category tool errors
+ */
+export class CustomToolError extends Error implements ToolErrorLike {
+  /**
+   * @since 0.1.0
+   */
+  readonly isToolError = true as const
+  /**
+   * @since 0.1.0
+   */
+  override readonly name = "CustomToolError"
+}
+
+/**
+ * Builds an error to throw from a custom tool or its callbacks: its message goes to the model unchanged.
+ *
+ * @since 0.1.0
+ * @category tool errors
+ */
+export const toolError = (message: string): CustomToolError => new CustomToolError(message)
+
+/**
+ * True for a thrown value that carries the tool-error marker (or is the library's own `ToolError`).
+ *
+ * @since 0.1.0
+ * @category tool errors
+ */
+export const isToolErrorLike = (thrown: unknown): thrown is ToolErrorLike =>
+  thrown instanceof ToolError ||
+  (typeof thrown === "object" && thrown !== null && (thrown as Record<string, unknown>)[toolErrorMarker] === true)
+
+const messageOf = (thrown: unknown): string => {
+  if (typeof thrown === "object" && thrown !== null && typeof (thrown as any).message === "string") {
+    return (thrown as any).message
+  }
+  if (typeof thrown === "string") return thrown
+  try {
+    return JSON.stringify(thrown) ?? String(thrown)
+  } catch {
+    return String(thrown)
+  }
+}
+
+const asToolError = (thrown: unknown, prefix = ""): ToolError =>
+  thrown instanceof ToolError ? thrown : new ToolError({ message: `${prefix}${messageOf(thrown)}` })
+
+// -----------------------------------------------------------------------------------------------------------------
+// results
+// -----------------------------------------------------------------------------------------------------------------
+
+/**
+ * What a custom callback may return: a `ToolResult` or, as a shorthand, its text.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type CustomResult = ToolResult.ToolResult | string
+
+const isToolResult = Schema.is(ToolResult.ToolResult)
+
+const normalize = (value: unknown): Option.Option<ToolResult.ToolResult> =>
+  typeof value === "string" ?
+    Option.some(ToolResult.text(value)) :
+    isToolResult(value) ?
+    Option.some(value) :
+    Option.none()
+
+const describeValue = (value: unknown): string =>
+  value === null ? "null" : Array.isArray(value) ? "an array" : typeof value === "object" ? "an object" : typeof value
+
+// -----------------------------------------------------------------------------------------------------------------
+// pushPendingAction
+// -----------------------------------------------------------------------------------------------------------------
+
+/**
+ * A pending action with Promise-returning callbacks.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CustomPendingAction {
+  /** For humans, e.g. `"Deploy: api"`. */
+  readonly label: string
+  /** Default `"custom_tool"`. */
+  readonly sourceToolName?: string
+  /**
+   * Commits the action. Throw an `Error` for an apply failure, or a `toolError(...)` for a message the model sees
+   * as is; either way the action stays pending.
+   */
+  readonly apply: (
+    reason: string,
+    extra: Extra,
+    options: { readonly signal: AbortSignal }
+  ) => Promise<CustomResult> | CustomResult
+  /** Drops the action; return nothing for the default `Discarded: <label>. Reason: <reason>`. */
+  readonly reject?: (reason: string, extra: Extra) => Promise<CustomResult | undefined | void> | CustomResult | void
+  /**
+   * `false` (the default): `apply` is the commit, so an interrupted `resolve` waits for the Promise, and the action
+   * counts as applied when it resolves. `true`: interruption aborts `options.signal` and leaves the action pending;
+   * choose it only when aborting really stops `apply`'s side effects.
+   */
+  readonly abortable?: boolean
+}
+
+/**
+ * The pending action is malformed (missing label, `apply` not a function, ...). Nothing was staged.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidPendingAction
+  extends Schema.TaggedError<InvalidPendingAction>("effect-resolve/InvalidPendingAction")("InvalidPendingAction", {
+    field: Schema.String,
+    problem: Schema.String
+  })
+{
+  /**
+   * @since 0.1.0
+   */
+  override get message(): string {
+    return `Invalid pending action: ${this.field} ${this.problem}. Nothing was staged.`
+  }
+}
+
+/**
+ * The default `sourceToolName` of `pushPendingAction`.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaultSourceToolName = "custom_tool"
+
+const validateAction = (action: CustomPendingAction): Option.Option<InvalidPendingAction> => {
+  const bad = (field: string, problem: string) => Option.some(new InvalidPendingAction({ field, problem }))
+  if (typeof action !== "object" || action === null) return bad("(root)", "must be an object")
+  if (typeof action.label !== "string" || action.label.trim() === "") return bad("label", "must be a non-empty string")
+  if (typeof action.apply !== "function") return bad("apply", "must be a function")
+  if (action.reject !== undefined && typeof action.reject !== "function") return bad("reject", "must be a function")
+  if (
+    action.sourceToolName !== undefined &&
+    (typeof action.sourceToolName !== "string" || action.sourceToolName.trim() === "")
+  ) {
+    return bad("sourceToolName", "must be a non-empty string")
+  }
+  return Option.none()
+}
+
+/**
+ * Stages a pending action with Promise callbacks (SPEC §5): forwards it into `queueResolveHandler`, with
+ * `sourceToolName` defaulting to `"custom_tool"`.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const pushPendingAction = (
+  action: CustomPendingAction
+): Effect.Effect<PendingAction.PendingActionHandle, InvalidPendingAction, ToolChoiceQueue | SteeringBus> =>
+  Effect.suspend(() => {
+    const invalid = validateAction(action)
+    if (Option.isSome(invalid)) return Effect.fail(invalid.value)
+    const label = action.label
+    const apply = (reason: string, extra: Extra) => {
+      const run = Effect.tryPromise({
+        try: (signal) => Promise.resolve().then(() => action.apply(reason, extra, { signal })),
+        catch: (thrown): unknown => isToolErrorLike(thrown) ? asToolError(thrown) : thrown
+      }).pipe(
+        Effect.flatMap((value) =>
+          Option.match(normalize(value), {
+            onNone: () =>
+              Effect.fail(new Error(`apply returned ${describeValue(value)}, not a ToolResult or a string`)),
+            onSome: Effect.succeed
+          })
+        )
+      )
+      return action.abortable === true ? run : PendingAction.commit(run)
+    }
+    const reject = action.reject === undefined ? undefined : (reason: string, extra: Extra) =>
+      Effect.tryPromise({
+        try: () => Promise.resolve().then(() => action.reject!(reason, extra)),
+        catch: (thrown) => asToolError(thrown)
+      }).pipe(
+        Effect.flatMap((value) =>
+          value === undefined || value === null ?
+            Effect.succeed(Option.none()) :
+            Option.match(normalize(value), {
+              onNone: () =>
+                Effect.fail(
+                  new ToolError({ message: `reject returned ${describeValue(value)}, not a ToolResult or a string` })
+                ),
+              onSome: (result) => Effect.succeed(Option.some(result))
+            })
+        )
+      )
+    return PendingAction.queueResolveHandler({
+      label,
+      sourceToolName: action.sourceToolName ?? defaultSourceToolName,
+      apply,
+      ...(reject === undefined ? {} : { reject })
+    })
+  })
+
+// -----------------------------------------------------------------------------------------------------------------
+// the custom-tool adapter
+// -----------------------------------------------------------------------------------------------------------------
+
+/**
+ * What `api.pushPendingAction` resolves with.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface PendingActionInfo {
+  readonly id: string
+  readonly label: string
+  readonly sourceToolName: string
+  readonly status: () => Promise<PendingAction.PendingStatus>
+}
+
+/**
+ * What a custom tool's `execute` receives besides its parameters, bound to the session running the tool.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CustomToolApi {
+  /** Stages a pending action in this session. Await it before returning the preview. */
+  readonly pushPendingAction: (action: CustomPendingAction) => Promise<PendingActionInfo>
+  /** Aborted when the tool call is interrupted. */
+  readonly signal: AbortSignal
+}
+
+/**
+ * A custom tool: a name, a description, JSON Schema parameters and a Promise-returning `execute`.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface CustomTool<Params = any> {
+  readonly name: string
+  readonly label?: string
+  readonly description: string
+  /** A JSON Schema object (`type: "object"`). */
+  readonly parameters: Record<string, unknown>
+  readonly execute: (params: Params, api: CustomToolApi) => Promise<CustomResult> | CustomResult
+}
+
+/**
+ * A custom tool definition is malformed or clashes with another one.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidCustomTool
+  extends Schema.TaggedError<InvalidCustomTool>("effect-resolve/InvalidCustomTool")("InvalidCustomTool", {
+    tool: Schema.String,
+    problem: Schema.String
+  })
+{
+  /**
+   * @since 0.1.0
+   */
+  override get message(): string {
+    return `Invalid custom tool "${this.tool}": ${this.problem}.`
+  }
+}
+
+/**
+ * The model called a custom tool with parameters that do not match its JSON Schema (a shallow check: an object,
+ * the required keys, the declared primitive types, no unknown keys when `additionalProperties` is `false`).
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export class InvalidCustomToolParams extends Schema.TaggedError<InvalidCustomToolParams>(
+  "effect-resolve/InvalidCustomToolParams"
+)("InvalidCustomToolParams", {
+  tool: Schema.String,
+  field: Schema.String,
+  problem: Schema.String
+}) {
+  /**
+   * @since 0.1.0
+   */
+  override get message(): string {
+    return `Invalid parameters for ${this.tool}: ${this.field}: ${this.problem}. Check the tool's parameter schema.`
+  }
+}
+
+/**
+ * The `ToolDefinition` of an adapted custom tool.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export type CustomToolDefinition = ToolDefinition<ToolError | InvalidCustomToolParams, ToolChoiceQueue | SteeringBus>
+
+const typeMatches = (type: unknown, value: unknown): boolean => {
+  switch (type) {
+    case "string":
+      return typeof value === "string"
+    case "number":
+      return typeof value === "number" && Number.isFinite(value)
+    case "integer":
+      return Number.isInteger(value)
+    case "boolean":
+      return typeof value === "boolean"
+    case "array":
+      return Array.isArray(value)
+    case "object":
+      return typeof value === "object" && value !== null && !Array.isArray(value)
+    case "null":
+      return value === null
+    default:
+      return true
+  }
+}
+
+const checkParams = (
+  tool: CustomTool,
+  input: unknown
+): Option.Option<InvalidCustomToolParams> => {
+  const bad = (field: string, problem: string) =>
+    Option.some(new InvalidCustomToolParams({ tool: tool.name, field, problem }))
+  if (typeof input !== "object" || input === null || Array.isArray(input)) {
+    return bad("(root)", "must be a JSON object")
+  }
+  const schema = tool.parameters
+  const properties = (typeof schema.properties === "object" && schema.properties !== null ?
+    schema.properties :
+    {}) as Record<string, Record<string, unknown>>
+  const record = input as Record<string, unknown>
+  for (const key of Object.keys(record)) {
+    if (forbiddenKeys.has(key)) return bad(key, "is not an allowed key (it could rewrite a prototype)")
+    if (schema.additionalProperties === false && !Object.hasOwn(properties, key)) return bad(key, "is not a parameter")
+  }
+  const required = Array.isArray(schema.required) ? schema.required : []
+  for (const key of required) {
+    if (typeof key === "string" && !Object.hasOwn(record, key)) return bad(key, "is required")
+  }
+  for (const [key, value] of Object.entries(record)) {
+    const type = properties[key]?.type
+    if (
+      type !== undefined && !(Array.isArray(type) ? type.some((t) => typeMatches(t, value)) : typeMatches(type, value))
+    ) {
+      return bad(key, `must be of type ${Array.isArray(type) ? type.join(" | ") : String(type)}`)
+    }
+  }
+  return Option.none()
+}
+
+const toInfo = (runtime: Runtime.Runtime<never>) => (handle: PendingAction.PendingActionHandle): PendingActionInfo => ({
+  id: handle.id,
+  label: handle.label,
+  sourceToolName: handle.sourceToolName,
+  status: () => Runtime.runPromise(runtime)(handle.status)
+})
+
+const runPromise = <A, E, R>(runtime: Runtime.Runtime<R>, effect: Effect.Effect<A, E, R>): Promise<A> =>
+  Runtime.runPromiseExit(runtime)(effect).then((exit) => {
+    if (Exit.isSuccess(exit)) return exit.value
+    throw Cause.squash(exit.cause)
+  })
+
+/**
+ * Adapts one custom tool (without validating its definition; `registerCustomTools` does). `execute` checks the
+ * model's input shallowly against the JSON Schema, runs the tool with `api` bound to the current session, and maps
+ * a thrown marker to its `ToolError` and any other throw to `ToolError("<name> failed: <message>")`.
+ *
+ * @since 0.1.0
+ * @category adapters
+ */
+export const fromCustomTool = (tool: CustomTool): CustomToolDefinition => ({
+  name: tool.name,
+  label: tool.label ?? tool.name,
+  description: tool.description,
+  parameters: tool.parameters as unknown as JSONSchema.JsonSchema7Root,
+  execute: (input: unknown) =>
+    Effect.gen(function*() {
+      const invalid = checkParams(tool, input)
+      if (Option.isSome(invalid)) return yield* invalid.value
+      const runtime = yield* Effect.runtime<ToolChoiceQueue | SteeringBus>()
+      const value = yield* Effect.tryPromise({
+        try: (signal) =>
+          Promise.resolve().then(() =>
+            tool.execute(input, {
+              signal,
+              pushPendingAction: (action) => runPromise(runtime, pushPendingAction(action)).then(toInfo(runtime))
+            })
+          ),
+        catch: (thrown) => isToolErrorLike(thrown) ? asToolError(thrown) : asToolError(thrown, `${tool.name} failed: `)
+      })
+      return yield* Option.match(normalize(value), {
+        onNone: () =>
+          Effect.fail(
+            new ToolError({
+              message: `${tool.name} failed: it returned ${describeValue(value)}, not a ToolResult or a string`
+            })
+          ),
+        onSome: Effect.succeed
+      })
+    })
+})
+
+const namePattern = /^[A-Za-z0-9_-]{1,64}$/
+
+/**
+ * Validates and adapts custom tools: names match `[A-Za-z0-9_-]{1,64}`, are unique and are not `resolve`; each has
+ * a description, an `execute` function and an object JSON Schema. The first problem fails with `InvalidCustomTool`.
+ *
+ * @since 0.1.0
+ * @category adapters
+ */
+export const registerCustomTools = (
+  tools: Iterable<CustomTool>
+): Effect.Effect<ReadonlyArray<CustomToolDefinition>, InvalidCustomTool> =>
+  Effect.suspend(() => {
+    const seen = new Set<string>()
+    const adapted: Array<CustomToolDefinition> = []
+    for (const tool of tools) {
+      const name = typeof tool?.name === "string" ? tool.name : String(tool?.name)
+      const bad = (problem: string) => Effect.fail(new InvalidCustomTool({ tool: name, problem }))
+      if (!namePattern.test(name)) return bad("the name must match [A-Za-z0-9_-]{1,64}")
+      if (name === "resolve") return bad("the name resolve is reserved for the resolve tool")
+      if (seen.has(name)) return bad("another custom tool has the same name")
+      if (typeof tool.description !== "string" || tool.description.trim() === "") {
+        return bad("the description must be a non-empty string")
+      }
+      if (typeof tool.execute !== "function") return bad("execute must be a function")
+      if (typeof tool.parameters !== "object" || tool.parameters === null || tool.parameters.type !== "object") {
+        return bad("parameters must be a JSON Schema object with type \"object\"")
+      }
+      seen.add(name)
+      adapted.push(fromCustomTool(tool))
+    }
+    return Effect.succeed(adapted)
+  })

@@ -1,0 +1,348 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Cause, Deferred, Effect, Exit, Fiber, Option } from "effect"
+import { ResolveRuntime, ResolveTool, SteeringBus, ToolChoiceQueue, ToolResult, toolsFor } from "../../src/index.js"
+import * as CustomTools from "../../src/tools/CustomTools.js"
+
+const turn = (call: { readonly action: "apply" | "discard"; readonly reason: string; readonly extra?: any }) =>
+  Effect.gen(function*() {
+    const queue = yield* ToolChoiceQueue
+    yield* queue.nextToolChoice
+    const exit = yield* Effect.exit(ResolveTool.execute(call))
+    yield* queue.resolve
+    return exit
+  })
+
+const successOf = <A, E>(exit: Exit.Exit<A, E>): A => {
+  if (Exit.isFailure(exit)) throw new Error(`expected a success, got ${Cause.pretty(exit.cause)}`)
+  return exit.value
+}
+
+const failureOf = <A, E>(exit: Exit.Exit<A, E>): E => {
+  if (Exit.isSuccess(exit)) throw new Error("expected a failure")
+  const failure = Cause.failureOption(exit.cause)
+  if (Option.isNone(failure)) throw new Error(`expected a typed failure, got ${Cause.pretty(exit.cause)}`)
+  return failure.value
+}
+
+describe("pushPendingAction", () => {
+  it.effect("forwards into queueResolveHandler with sourceToolName custom_tool; apply gets reason and extra", () =>
+    Effect.gen(function*() {
+      const calls: Array<unknown> = []
+      const handle = yield* CustomTools.pushPendingAction({
+        label: "Deploy: api",
+        apply: async (reason, extra) => {
+          calls.push([reason, extra])
+          return "Deployed api."
+        }
+      })
+      assert.strictEqual(handle.sourceToolName, "custom_tool")
+      assert.strictEqual(handle.label, "Deploy: api")
+      const queue = yield* ToolChoiceQueue
+      assert.deepStrictEqual(yield* queue.inspect, ["pending-action:custom_tool"])
+      const bus = yield* SteeringBus
+      assert.deepStrictEqual((yield* bus.pending)[0]?.details, { toolName: "custom_tool" })
+      const result = successOf(yield* turn({ action: "apply", reason: "Ship it.", extra: { region: "eu" } }))
+      assert.strictEqual(ToolResult.textOf(result), "Deployed api.")
+      assert.deepStrictEqual(calls, [["Ship it.", { region: "eu" }]])
+      assert.strictEqual((result.details as any).sourceToolName, "custom_tool")
+      assert.strictEqual(yield* handle.status, "applied")
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("forwards a given sourceToolName and a returned ToolResult's details", () =>
+    Effect.gen(function*() {
+      yield* CustomTools.pushPendingAction({
+        label: "Deploy: api",
+        sourceToolName: "deploy",
+        apply: () => ToolResult.text("done", { version: 3 })
+      })
+      const queue = yield* ToolChoiceQueue
+      assert.deepStrictEqual(yield* queue.inspect, ["pending-action:deploy"])
+      const result = successOf(yield* turn({ action: "apply", reason: "ok" }))
+      assert.deepStrictEqual((result.details as any).sourceResultDetails, { version: 3 })
+      assert.strictEqual((result.details as any).sourceToolName, "deploy")
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("a thrown Error becomes ApplyFailed and the action stays pending", () =>
+    Effect.gen(function*() {
+      let attempts = 0
+      const handle = yield* CustomTools.pushPendingAction({
+        label: "Deploy: api",
+        apply: async () => {
+          if (attempts++ === 0) throw new Error("registry unreachable")
+          return "Deployed."
+        }
+      })
+      const error = failureOf(yield* turn({ action: "apply", reason: "ok" }))
+      assert.strictEqual(error._tag, "ApplyFailed")
+      assert.strictEqual(error.message, "Apply failed: registry unreachable")
+      assert.strictEqual(yield* handle.status, "pending")
+      assert.strictEqual(ToolResult.textOf(successOf(yield* turn({ action: "apply", reason: "retry" }))), "Deployed.")
+      assert.strictEqual(yield* handle.status, "applied")
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("a synchronous throw and a thrown string are apply failures too", () =>
+    Effect.gen(function*() {
+      yield* CustomTools.pushPendingAction({
+        label: "a",
+        apply: () => {
+          throw "disk full"
+        }
+      })
+      const error = failureOf(yield* turn({ action: "apply", reason: "ok" }))
+      assert.strictEqual(error.message, "Apply failed: disk full")
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("a thrown tool-error marker stays a ToolError (toolError helper and a plain object)", () =>
+    Effect.gen(function*() {
+      for (
+        const thrown of [
+          CustomTools.toolError("Deploying prod needs a ticket."),
+          { isToolError: true, message: "Deploying prod needs a ticket." }
+        ]
+      ) {
+        const handle = yield* CustomTools.pushPendingAction({
+          label: "Deploy: prod",
+          apply: async () => {
+            throw thrown
+          }
+        })
+        const error = failureOf(yield* turn({ action: "apply", reason: "ok" }))
+        assert.strictEqual(error._tag, "ToolError")
+        assert.strictEqual(error.message, "Deploying prod needs a ticket.")
+        assert.strictEqual(yield* handle.status, "pending")
+        successOf(yield* turn({ action: "discard", reason: "No ticket." }))
+        assert.strictEqual(yield* handle.status, "discarded")
+      }
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("an apply that returns something else is an apply failure", () =>
+    Effect.gen(function*() {
+      yield* CustomTools.pushPendingAction({ label: "a", apply: async () => 42 as any })
+      const error = failureOf(yield* turn({ action: "apply", reason: "ok" }))
+      assert.strictEqual(error.message, "Apply failed: apply returned number, not a ToolResult or a string")
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("reject: nothing returned → default text; a string → that text; a throw → ToolError", () =>
+    Effect.gen(function*() {
+      yield* CustomTools.pushPendingAction({ label: "A: one", apply: () => "x", reject: async () => undefined })
+      const first = successOf(yield* turn({ action: "discard", reason: "no" }))
+      assert.strictEqual(ToolResult.textOf(first), "Discarded: A: one. Reason: no")
+
+      const seen: Array<unknown> = []
+      yield* CustomTools.pushPendingAction({
+        label: "A: two",
+        apply: () => "x",
+        reject: (reason, extra) => {
+          seen.push([reason, extra])
+          return "Rolled back the staging slot."
+        }
+      })
+      const second = successOf(yield* turn({ action: "discard", reason: "no", extra: { why: "late" } }))
+      assert.strictEqual(ToolResult.textOf(second), "Rolled back the staging slot.")
+      assert.deepStrictEqual(seen, [["no", { why: "late" }]])
+
+      yield* CustomTools.pushPendingAction({
+        label: "A: three",
+        apply: () => "x",
+        reject: async () => {
+          throw new Error("lock held")
+        }
+      })
+      const third = failureOf(yield* turn({ action: "discard", reason: "no" }))
+      assert.strictEqual(third._tag, "ToolError")
+      assert.strictEqual(third.message, "lock held")
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("a malformed action fails with InvalidPendingAction and stages nothing", () =>
+    Effect.gen(function*() {
+      const cases: Array<[any, string]> = [
+        [{ label: "", apply: () => "x" }, "label"],
+        [{ label: "a" }, "apply"],
+        [{ label: "a", apply: () => "x", reject: "no" }, "reject"],
+        [{ label: "a", apply: () => "x", sourceToolName: " " }, "sourceToolName"]
+      ]
+      for (const [action, field] of cases) {
+        const error = failureOf(yield* Effect.exit(CustomTools.pushPendingAction(action)))
+        assert.instanceOf(error, CustomTools.InvalidPendingAction)
+        assert.strictEqual(error.field, field)
+      }
+      const queue = yield* ToolChoiceQueue
+      assert.deepStrictEqual(yield* queue.inspect, [])
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.live("by default apply is the commit: interrupting resolve waits for it and the action counts as applied", () =>
+    Effect.gen(function*() {
+      const started = yield* Deferred.make<void>()
+      let finish: () => void = () => {}
+      let aborted = false
+      const handle = yield* CustomTools.pushPendingAction({
+        label: "Deploy: api",
+        apply: (_reason, _extra, { signal }) =>
+          new Promise((resolve) => {
+            signal.addEventListener("abort", () => (aborted = true))
+            finish = () => resolve("Deployed.")
+            Deferred.unsafeDone(started, Exit.void)
+          })
+      })
+      const queue = yield* ToolChoiceQueue
+      yield* queue.nextToolChoice
+      const fiber = yield* Effect.fork(ResolveTool.execute({ action: "apply", reason: "ok" }))
+      yield* Deferred.await(started)
+      const interrupter = yield* Effect.fork(Fiber.interrupt(fiber))
+      yield* Effect.sleep("10 millis")
+      assert.strictEqual(yield* handle.status, "resolving")
+      assert.isTrue(Option.isNone(yield* Fiber.poll(interrupter)), "the interruption waits for the commit")
+      finish()
+      yield* Fiber.join(interrupter)
+      yield* queue.resolve
+      assert.strictEqual(yield* handle.status, "applied")
+      assert.isFalse(aborted)
+      assert.deepStrictEqual(yield* queue.inspect, [])
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.live("abortable: interrupting resolve aborts the signal and leaves the action pending", () =>
+    Effect.gen(function*() {
+      const started = yield* Deferred.make<void>()
+      const abortedDeferred = yield* Deferred.make<void>()
+      const handle = yield* CustomTools.pushPendingAction({
+        label: "Deploy: api",
+        abortable: true,
+        apply: (_reason, _extra, { signal }) =>
+          new Promise((_resolve, reject) => {
+            signal.addEventListener("abort", () => {
+              Deferred.unsafeDone(abortedDeferred, Exit.void)
+              reject(new Error("aborted"))
+            })
+            Deferred.unsafeDone(started, Exit.void)
+          })
+      })
+      const queue = yield* ToolChoiceQueue
+      yield* queue.nextToolChoice
+      const fiber = yield* Effect.fork(ResolveTool.execute({ action: "apply", reason: "ok" }))
+      yield* Deferred.await(started)
+      const exit = yield* Fiber.interrupt(fiber)
+      assert.isTrue(Exit.isInterrupted(exit))
+      yield* Deferred.await(abortedDeferred)
+      yield* queue.resolve
+      assert.strictEqual(yield* handle.status, "pending")
+      assert.deepStrictEqual(yield* queue.inspect, ["pending-action:custom_tool"])
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+})
+
+describe("custom-tool adapter", () => {
+  const deploy: CustomTools.CustomTool<{ service: string; replicas?: number }> = {
+    name: "deploy",
+    description: "Deploy a service, as a preview.",
+    parameters: {
+      type: "object",
+      properties: { service: { type: "string" }, replicas: { type: "integer" } },
+      required: ["service"],
+      additionalProperties: false
+    },
+    execute: async (params, api) => {
+      if (params.service === "prod") throw CustomTools.toolError("prod is frozen this week.")
+      if (params.service === "crash") throw new Error("kube config missing")
+      const info = await api.pushPendingAction({
+        label: `Deploy: ${params.service}`,
+        sourceToolName: "deploy",
+        apply: async (reason) => `Deployed ${params.service} x${params.replicas ?? 1} (${reason}).`
+      })
+      return ToolResult.text(`Ready to deploy ${params.service}. Call resolve to apply or discard.`, {
+        id: info.id,
+        status: await info.status()
+      })
+    }
+  }
+
+  it.effect("registers tools as ToolDefinitions that toolsFor can select", () =>
+    Effect.gen(function*() {
+      const tools = yield* CustomTools.registerCustomTools([deploy])
+      assert.strictEqual(tools.length, 1)
+      assert.strictEqual(tools[0]!.name, "deploy")
+      assert.strictEqual(tools[0]!.label, "deploy")
+      assert.deepStrictEqual(tools[0]!.parameters, deploy.parameters as any)
+      const selected = yield* toolsFor(["deploy"], tools)
+      assert.deepStrictEqual(selected.map((t) => t.name), ["deploy", "resolve"])
+    }))
+
+  it.effect("execute stages through the session-bound api.pushPendingAction; resolve applies it", () =>
+    Effect.gen(function*() {
+      const [tool] = yield* CustomTools.registerCustomTools([deploy])
+      const preview = yield* tool!.execute({ service: "api", replicas: 2 })
+      assert.strictEqual(ToolResult.textOf(preview), "Ready to deploy api. Call resolve to apply or discard.")
+      assert.strictEqual((preview.details as any).status, "pending")
+      const queue = yield* ToolChoiceQueue
+      assert.deepStrictEqual(yield* queue.inspect, ["pending-action:deploy"])
+      const result = successOf(yield* turn({ action: "apply", reason: "Approved." }))
+      assert.strictEqual(ToolResult.textOf(result), "Deployed api x2 (Approved.).")
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("each session gets its own pending actions", () =>
+    Effect.gen(function*() {
+      const [tool] = yield* CustomTools.registerCustomTools([deploy])
+      yield* tool!.execute({ service: "api" }).pipe(Effect.provide(ResolveRuntime.layer))
+      const queue = yield* ToolChoiceQueue
+      assert.deepStrictEqual(yield* queue.inspect, [])
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("a thrown marker is the ToolError; any other throw is `<name> failed: …`", () =>
+    Effect.gen(function*() {
+      const [tool] = yield* CustomTools.registerCustomTools([deploy])
+      const frozen = failureOf(yield* Effect.exit(tool!.execute({ service: "prod" })))
+      assert.strictEqual(frozen._tag, "ToolError")
+      assert.strictEqual(frozen.message, "prod is frozen this week.")
+      const crash = failureOf(yield* Effect.exit(tool!.execute({ service: "crash" })))
+      assert.strictEqual(crash._tag, "ToolError")
+      assert.strictEqual(crash.message, "deploy failed: kube config missing")
+      const queue = yield* ToolChoiceQueue
+      assert.deepStrictEqual(yield* queue.inspect, [])
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("input is checked against the JSON Schema before execute runs", () =>
+    Effect.gen(function*() {
+      let ran = 0
+      const [tool] = yield* CustomTools.registerCustomTools([{ ...deploy, execute: () => (ran++, "ok") }])
+      const cases: Array<[unknown, string, string]> = [
+        [null, "(root)", "must be a JSON object"],
+        [["api"], "(root)", "must be a JSON object"],
+        [{}, "service", "is required"],
+        [{ service: 1 }, "service", "must be of type string"],
+        [{ service: "api", replicas: 1.5 }, "replicas", "must be of type integer"],
+        [{ service: "api", force: true }, "force", "is not a parameter"],
+        [JSON.parse("{\"service\":\"api\",\"__proto__\":{}}"), "__proto__", "is not an allowed key"]
+      ]
+      for (const [input, field, problem] of cases) {
+        const error = failureOf(yield* Effect.exit(tool!.execute(input)))
+        assert.instanceOf(error, CustomTools.InvalidCustomToolParams)
+        assert.strictEqual(error.field, field)
+        assert.include(error.problem, problem)
+        assert.include(error.message, "Invalid parameters for deploy")
+      }
+      assert.strictEqual(ran, 0)
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("a result that is not a ToolResult or a string is a ToolError", () =>
+    Effect.gen(function*() {
+      const [tool] = yield* CustomTools.registerCustomTools([{ ...deploy, execute: () => ({ nope: true }) as any }])
+      const error = failureOf(yield* Effect.exit(tool!.execute({ service: "api" })))
+      assert.strictEqual(error.message, "deploy failed: it returned an object, not a ToolResult or a string")
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("registration rejects bad names, resolve, duplicates, missing descriptions and non-object schemas", () =>
+    Effect.gen(function*() {
+      const cases: Array<[ReadonlyArray<any>, string, string]> = [
+        [[{ ...deploy, name: "has space" }], "has space", "must match"],
+        [[{ ...deploy, name: "resolve" }], "resolve", "reserved"],
+        [[deploy, deploy], "deploy", "same name"],
+        [[{ ...deploy, description: "" }], "deploy", "description"],
+        [[{ ...deploy, execute: undefined }], "deploy", "execute"],
+        [[{ ...deploy, parameters: { type: "string" } }], "deploy", "type \"object\""]
+      ]
+      for (const [tools, name, problem] of cases) {
+        const error = failureOf(yield* Effect.exit(CustomTools.registerCustomTools(tools)))
+        assert.instanceOf(error, CustomTools.InvalidCustomTool)
+        assert.strictEqual(error.tool, name)
+        assert.include(error.problem, problem)
+      }
+    }))
+})
