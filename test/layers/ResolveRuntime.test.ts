@@ -1,0 +1,150 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Layer, ManagedRuntime, Option, Ref } from "effect"
+import {
+  InvalidResolveParams,
+  NoPendingAction,
+  PendingAction,
+  queueResolveHandler,
+  ResolveRuntime,
+  runResolve,
+  StandingResolveHandler,
+  SteeringBus,
+  ToolChoiceQueue,
+  ToolResult
+} from "../../src/index.js"
+
+/** A session runtime, disposed after `f` whatever happens. */
+const withSession = async <A>(
+  f: (session: ManagedRuntime.ManagedRuntime<ResolveRuntime.Services, never>) => Promise<A>
+): Promise<A> => {
+  const session = ManagedRuntime.make(ResolveRuntime.layer)
+  try {
+    return await f(session)
+  } finally {
+    await session.dispose()
+  }
+}
+
+const stageAndServe = (spec: PendingAction.PendingActionSpec<unknown>) =>
+  Effect.gen(function*() {
+    const queue = yield* ToolChoiceQueue
+    const handle = yield* queueResolveHandler(spec)
+    yield* queue.nextToolChoice
+    return handle
+  })
+
+describe("ResolveRuntime.layer", () => {
+  it.effect("provides the queue, the steering bus and the standing handler", () =>
+    Effect.gen(function*() {
+      const queue = yield* ToolChoiceQueue
+      const bus = yield* SteeringBus
+      const standing = yield* StandingResolveHandler
+      assert.deepStrictEqual(yield* queue.inspect, [])
+      assert.deepStrictEqual(yield* bus.pending, [])
+      assert.isTrue(Option.isNone(yield* standing.peek))
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("each build is a fresh session; sharing one build shares its state", () =>
+    Effect.gen(function*() {
+      const stage = stageAndServe({
+        label: "Edit",
+        sourceToolName: "edit",
+        apply: () => Effect.succeed(ToolResult.text("ok"))
+      })
+      const inspect = Effect.flatMap(ToolChoiceQueue, (q) => Effect.zip(q.inspect, q.hasInFlight))
+      const steering = Effect.flatMap(SteeringBus, (b) => b.pending)
+      yield* Effect.provide(stage, ResolveRuntime.layer)
+      assert.deepStrictEqual(yield* Effect.provide(inspect, ResolveRuntime.layer), [[], false])
+      assert.deepStrictEqual(yield* Effect.provide(steering, ResolveRuntime.layer), [])
+      // One build (memoized in a runtime) is one session.
+      const session = yield* Layer.toRuntime(ResolveRuntime.layer)
+      yield* Effect.provide(stage, session)
+      assert.deepStrictEqual(yield* Effect.provide(inspect, session), [[], true])
+      assert.strictEqual((yield* Effect.provide(steering, session)).length, 1)
+    }).pipe(Effect.scoped))
+})
+
+describe("runResolve", () => {
+  it("resolves with the tool result", () =>
+    withSession(async (session) => {
+      const handle = await session.runPromise(
+        stageAndServe({ label: "Edit", sourceToolName: "edit", apply: (r) => Effect.succeed(ToolResult.text(r)) })
+      )
+      const result = await runResolve(session, { action: "apply", reason: "Looks right." })
+      assert.strictEqual(ToolResult.textOf(result), "Looks right.")
+      assert.strictEqual(await session.runPromise(handle.status), "applied")
+    }))
+
+  it("rejects with the typed error", () =>
+    withSession(async (session) => {
+      const missing = await runResolve(session, { action: "apply", reason: "r" }).then(() => undefined, (e) => e)
+      assert.instanceOf(missing, NoPendingAction)
+      const invalid = await runResolve(session, { action: "apply" }).then(() => undefined, (e) => e)
+      assert.instanceOf(invalid, InvalidResolveParams)
+      assert.strictEqual((invalid as InvalidResolveParams).field, "reason")
+    }))
+
+  it("an abort during a slow apply, before commit, rejects with signal.reason and leaves the action pending", () =>
+    withSession(async (session) => {
+      const started = await session.runPromise(Deferred.make<void>())
+      const writes = await session.runPromise(Ref.make(0))
+      const attempts = await session.runPromise(Ref.make(0))
+      const handle = await session.runPromise(stageAndServe({
+        label: "Edit",
+        sourceToolName: "edit",
+        apply: () =>
+          Effect.gen(function*() {
+            if ((yield* Ref.getAndUpdate(attempts, (n) => n + 1)) === 0) {
+              yield* Deferred.succeed(started, void 0)
+              yield* Effect.never
+            }
+            yield* PendingAction.commit(Ref.update(writes, (n) => n + 1))
+            return ToolResult.text("written")
+          })
+      }))
+      const controller = new AbortController()
+      const running = runResolve(session, { action: "apply", reason: "go" }, { signal: controller.signal })
+      await session.runPromise(Deferred.await(started))
+      const reason = new Error("The user pressed Esc.")
+      controller.abort(reason)
+      const outcome = await running.then(() => "resolved", (e) => e)
+      assert.strictEqual(outcome, reason)
+      assert.strictEqual(await session.runPromise(handle.status), "pending")
+      assert.strictEqual(await session.runPromise(Ref.get(writes)), 0)
+      // The preview is still there: a later call applies it.
+      const result = await runResolve(session, { action: "apply", reason: "again" })
+      assert.strictEqual(ToolResult.textOf(result), "written")
+      assert.strictEqual(await session.runPromise(Ref.get(writes)), 1)
+    }))
+
+  it("an already aborted signal changes nothing", () =>
+    withSession(async (session) => {
+      let applied = 0
+      const handle = await session.runPromise(stageAndServe({
+        label: "Edit",
+        sourceToolName: "edit",
+        apply: () => Effect.sync(() => (applied++, ToolResult.text("ok")))
+      }))
+      const controller = new AbortController()
+      controller.abort("stop")
+      const outcome = await runResolve(session, { action: "apply", reason: "go" }, { signal: controller.signal }).then(
+        () => "resolved",
+        (e) => e
+      )
+      assert.strictEqual(outcome, "stop")
+      assert.strictEqual(applied, 0)
+      assert.strictEqual(await session.runPromise(handle.status), "pending")
+    }))
+
+  it("a signal that is never aborted does not get in the way", () =>
+    withSession(async (session) => {
+      await session.runPromise(stageAndServe({
+        label: "Edit",
+        sourceToolName: "edit",
+        apply: () => Effect.succeed(ToolResult.text("ok"))
+      }))
+      const controller = new AbortController()
+      const result = await runResolve(session, { action: "discard", reason: "no" }, { signal: controller.signal })
+      assert.strictEqual(ToolResult.textOf(result), "Discarded: Edit. Reason: no")
+    }))
+})
