@@ -1,0 +1,235 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Cause, Effect, Exit } from "effect"
+import {
+  ApplyFailed,
+  NoPendingAction,
+  queueResolveHandler,
+  ResolveRuntime,
+  ResolveTool,
+  ToolChoiceQueue,
+  ToolError,
+  ToolResult
+} from "../../src/index.js"
+import * as Renderer from "../../src/tools/Renderer.js"
+
+const plain = { width: 80, color: false } as const
+const colour = { width: 80, color: true } as const
+
+const applied = Exit.succeed(ToolResult.text("Applied the edit.\nWrote a.txt.", {
+  action: "apply",
+  reason: "The diff matches.",
+  sourceToolName: "edit",
+  label: "Edit: 2 replacement(s) in 1 file(s)"
+}))
+
+const discarded = Exit.succeed(ToolResult.text("Discarded: Edit: 2 replacement(s) in 1 file(s). Reason: Too broad.", {
+  action: "discard",
+  reason: "Too broad.",
+  sourceToolName: "edit",
+  label: "Edit: 2 replacement(s) in 1 file(s)"
+}))
+
+const applyFailed = Exit.fail(
+  new ApplyFailed({ label: "Migration: 1 table", sourceToolName: "migrate", detail: "database is locked", cause: null })
+)
+
+describe("Renderer", () => {
+  describe("renderResolve without colour", () => {
+    it("Accept: summary, [source] badge, reason, result line", () => {
+      assert.deepStrictEqual(
+        Renderer.renderResolve({ action: "apply", reason: "The diff matches." }, applied, plain),
+        ["Accept 2 replacement(s) in 1 file(s) [Edit]", "  The diff matches.", "  Applied the edit."]
+      )
+    })
+
+    it("Discard", () => {
+      assert.deepStrictEqual(Renderer.renderResolve({ action: "discard", reason: "Too broad." }, discarded, plain), [
+        "Discard 2 replacement(s) in 1 file(s) [Edit]",
+        "  Too broad.",
+        "  Discarded: Edit: 2 replacement(s) in 1 file(s). Reason: Too broad."
+      ])
+    })
+
+    it("Failed keeps the label and the reason of an ApplyFailed", () => {
+      assert.deepStrictEqual(Renderer.renderResolve({ action: "apply", reason: "Run it." }, applyFailed, plain), [
+        "Failed 1 table [Migration]",
+        "  Run it.",
+        "  Apply failed: database is locked"
+      ])
+    })
+
+    it("Failed with a ToolError takes the label from options, the reason from the call", () => {
+      const stale = Exit.fail(new ToolError({ message: "Preview is stale: a.txt changed after the preview." }))
+      assert.deepStrictEqual(
+        Renderer.renderResolve({ action: "apply", reason: "ok" }, stale, {
+          ...plain,
+          label: "Edit: 1 replacement(s) in 1 file(s)"
+        }),
+        ["Failed 1 replacement(s) in 1 file(s) [Edit]", "  ok", "  Preview is stale: a.txt changed after the preview."]
+      )
+      assert.deepStrictEqual(
+        Renderer.renderResolve({ action: "apply", reason: "ok" }, stale, plain)[0],
+        "Failed pending action"
+      )
+    })
+
+    it("an isError result is Failed", () => {
+      const result = { ...ToolResult.text("Could not deploy.", { label: "Deploy: api" }), isError: true }
+      assert.deepStrictEqual(Renderer.renderResolve({ action: "apply", reason: "go" }, result, plain), [
+        "Failed api [Deploy]",
+        "  go",
+        "  Could not deploy."
+      ])
+    })
+
+    it("a label without ': ' is all summary; the badge falls back to sourceToolName", () => {
+      const result = ToolResult.text("ok", { label: "Rename things", sourceToolName: "rename", action: "apply" })
+      assert.deepStrictEqual(Renderer.renderResolve({ reason: "r" }, result, plain), [
+        "Accept Rename things [rename]",
+        "  r",
+        "  ok"
+      ])
+    })
+
+    it("no pending action, no reason", () => {
+      assert.deepStrictEqual(Renderer.renderResolve({ action: "apply" }, Exit.fail(new NoPendingAction()), plain), [
+        "Failed pending action",
+        "  (no reason given)",
+        "  No pending action to resolve. Nothing to apply or discard."
+      ])
+    })
+
+    it("an interruption", () => {
+      assert.deepStrictEqual(
+        Renderer.renderResolve({ action: "apply", reason: "r" }, Exit.failCause(Cause.interrupt(0 as any)), plain)[2],
+        "  Interrupted; the pending action is unchanged."
+      )
+    })
+
+    it("multi-line reasons stay indented; control characters and escapes are stripped", () => {
+      assert.deepStrictEqual(
+        Renderer.renderResolve(
+          { action: "apply", reason: "line one\r\nline\ttwo \x1b[31mred\x1b[0m\x07" },
+          applied,
+          plain
+        ),
+        ["Accept 2 replacement(s) in 1 file(s) [Edit]", "  line one", "  line two [31mred[0m", "  Applied the edit."]
+      )
+    })
+  })
+
+  describe("renderResolve with colour", () => {
+    it("Accept", () => {
+      assert.deepStrictEqual(
+        Renderer.renderResolve({ action: "apply", reason: "The diff matches." }, applied, colour),
+        [
+          "\x1b[1;32mAccept\x1b[0m 2 replacement(s) in 1 file(s)\x1b[36m [Edit]\x1b[0m",
+          "  The diff matches.",
+          "\x1b[2m  Applied the edit.\x1b[0m"
+        ]
+      )
+    })
+
+    it("Discard", () => {
+      assert.strictEqual(
+        Renderer.renderResolve({ action: "discard", reason: "Too broad." }, discarded, colour)[0],
+        "\x1b[1;33mDiscard\x1b[0m 2 replacement(s) in 1 file(s)\x1b[36m [Edit]\x1b[0m"
+      )
+    })
+
+    it("Failed", () => {
+      assert.deepStrictEqual(Renderer.renderResolve({ action: "apply", reason: "Run it." }, applyFailed, colour), [
+        "\x1b[1;31mFailed\x1b[0m 1 table\x1b[36m [Migration]\x1b[0m",
+        "  Run it.",
+        "\x1b[31m  Apply failed: database is locked\x1b[0m"
+      ])
+    })
+
+    it("truncation closes the colour", () => {
+      assert.deepStrictEqual(
+        Renderer.renderResolve({ action: "apply", reason: "r" }, applied, { width: 20, color: true })[0],
+        "\x1b[1;32mAccept\x1b[0m 2 replacemen…"
+      )
+      assert.deepStrictEqual(
+        Renderer.renderResolve({ action: "apply", reason: "r" }, applied, { width: 40, color: true })[0],
+        "\x1b[1;32mAccept\x1b[0m 2 replacement(s) in 1 file(s)\x1b[36m [E…\x1b[0m"
+      )
+    })
+  })
+
+  describe("width", () => {
+    it("stringWidth counts wide CJK and emoji as 2, marks as 0", () => {
+      assert.strictEqual(Renderer.stringWidth("abc"), 3)
+      assert.strictEqual(Renderer.stringWidth("日本語"), 6)
+      assert.strictEqual(Renderer.stringWidth("한국"), 4)
+      assert.strictEqual(Renderer.stringWidth("ｆｕｌｌ"), 8)
+      assert.strictEqual(Renderer.stringWidth("🚀"), 2)
+      assert.strictEqual(Renderer.stringWidth("👨‍👩‍👧"), 2)
+      assert.strictEqual(Renderer.stringWidth("❤️"), 2)
+      assert.strictEqual(Renderer.stringWidth("e\u0301"), 1)
+      assert.strictEqual(Renderer.stringWidth("\u200B"), 0)
+    })
+
+    it("truncate never splits a wide character and never exceeds the width", () => {
+      assert.strictEqual(Renderer.truncate("日本語のテキスト", 7), "日本語…")
+      assert.strictEqual(Renderer.truncate("日本語のテキスト", 8), "日本語…")
+      assert.strictEqual(Renderer.truncate("a🚀b🚀c", 5), "a🚀b…")
+      assert.strictEqual(Renderer.truncate("a🚀b🚀c", 4), "a🚀…")
+      assert.strictEqual(Renderer.truncate("a🚀b🚀c", 3), "a…")
+      assert.strictEqual(Renderer.truncate("short", 5), "short")
+      assert.strictEqual(Renderer.truncate("short", 1), "…")
+    })
+
+    it("no rendered line exceeds the width, wide reasons included", () => {
+      const call = { action: "apply", reason: "変更は要求と一致しています 🚀🚀🚀 and then some more words" }
+      const result = ToolResult.text("適用しました", { label: "編集: 2 件の置換 in 1 ファイル", action: "apply" })
+      for (let width = 1; width <= 60; width++) {
+        for (const color of [false, true]) {
+          const lines = Renderer.renderResolve(call, result, { width, color })
+          assert.strictEqual(lines.length, 3)
+          for (const line of lines) {
+            const visible = line.replace(/\x1b\[[0-9;]*m/g, "")
+            assert.isAtMost(Renderer.stringWidth(visible), width, `width ${width}: ${JSON.stringify(line)}`)
+          }
+        }
+      }
+      assert.deepStrictEqual(Renderer.renderResolve(call, result, { width: 16, color: false }), [
+        "Accept 2 件の置…",
+        "  変更は要求と…",
+        "  適用しました"
+      ])
+    })
+  })
+
+  describe("intent", () => {
+    it("accepting / discarding / resolving, on one line", () => {
+      assert.strictEqual(
+        Renderer.intent({ action: "apply", reason: "The diff\nmatches." }),
+        "accepting: The diff matches."
+      )
+      assert.strictEqual(Renderer.intent({ action: "discard", reason: "Too broad." }), "discarding: Too broad.")
+      assert.strictEqual(Renderer.intent({ reason: "streaming" }), "resolving: streaming")
+      assert.strictEqual(Renderer.intent({ action: "apply" }), "accepting")
+      assert.strictEqual(Renderer.intent({ action: "apply", reason: "一二三四五" }, { width: 16 }), "accepting: 一二…")
+    })
+  })
+
+  it.effect("renders a real resolve round trip", () =>
+    Effect.gen(function*() {
+      const queue = yield* ToolChoiceQueue
+      yield* queueResolveHandler({
+        label: "Edit: 1 replacement(s) in 1 file(s)",
+        sourceToolName: "edit",
+        apply: () => Effect.fail(new Error("disk full"))
+      })
+      yield* queue.nextToolChoice
+      const call = { action: "apply", reason: "Looks right." } as const
+      const exit = yield* Effect.exit(ResolveTool.execute(call))
+      yield* queue.resolve
+      assert.deepStrictEqual(Renderer.renderResolve(call, exit, plain), [
+        "Failed 1 replacement(s) in 1 file(s) [Edit]",
+        "  Looks right.",
+        "  Apply failed: disk full"
+      ])
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+})
