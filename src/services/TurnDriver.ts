@@ -6,16 +6,24 @@
  *
  * @example
  * ```ts
- * import { Effect } from "effect"
- * import { ScriptedModel, TurnDriver } from "effect-resolve"
+ * import { Tool, Toolkit } from "@effect/ai"
+ * import { Effect, Layer, Schema } from "effect"
+ * import { ResolveConfig, ScriptedModel, TurnDriver } from "effect-resolve"
+ *
+ * const Search = Tool.make("search", { parameters: { query: Schema.String }, success: Schema.String })
+ * const Tools = Toolkit.make(Search)
  *
  * const session = Effect.gen(function*() {
  *   const driver = yield* TurnDriver
- *   const result = yield* driver.run("Tidy up the greeting", { toolkit: myToolkit })
+ *   const result = yield* driver.run("Where is greet used?", { toolkit: Tools, maxTurns: 10 })
  *   yield* Effect.log(result.text, yield* driver.metrics)
  * }).pipe(
- *   Effect.provide(TurnDriver.layer({ system: "You are a careful coding agent." })), // one session
- *   Effect.provide(ScriptedModel.layer(["Nothing to do."]))
+ *   Effect.provide(Layer.mergeAll(
+ *     TurnDriver.layer({ system: "You are a careful coding agent." }), // one session: fresh queue, bus, slot
+ *     Tools.toLayer({ search: ({ query }) => Effect.succeed(`2 usages of ${query}`) }),
+ *     ScriptedModel.layer([ScriptedModel.toolCall("search", { query: "greet" }), "Used twice."]),
+ *     ResolveConfig.layer({ enforcement: "soft" })
+ *   ))
  * )
  * ```
  *

@@ -1,9 +1,8 @@
 import { Tool, Toolkit } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, Option, Ref, Schema } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Option, Ref, Schedule, Schema } from "effect"
 import {
   PendingAction,
-  type PendingActionHandle,
   queueResolveHandler,
   ResolveConfig,
   type ResolveConfigShape,
@@ -27,7 +26,7 @@ const AppTools = Toolkit.make(Edit, Search)
 
 interface World {
   readonly files: Ref.Ref<Record<string, string>>
-  readonly handles: Ref.Ref<ReadonlyArray<PendingActionHandle>>
+  readonly handles: Ref.Ref<ReadonlyArray<PendingAction.PendingActionHandle>>
   readonly searches: Ref.Ref<ReadonlyArray<string>>
   /** How many applies fail before one succeeds. */
   readonly failingApplies: Ref.Ref<number>
@@ -35,7 +34,7 @@ interface World {
 
 const makeWorld = Effect.all({
   files: Ref.make<Record<string, string>>({}),
-  handles: Ref.make<ReadonlyArray<PendingActionHandle>>([]),
+  handles: Ref.make<ReadonlyArray<PendingAction.PendingActionHandle>>([]),
   searches: Ref.make<ReadonlyArray<string>>([]),
   failingApplies: Ref.make(0)
 })
@@ -151,6 +150,56 @@ describe("TurnDriver", () => {
       }).pipe(Effect.provide(session(
         [editCall(), ScriptedModel.fail("overloaded"), resolveCall("apply"), ScriptedModel.text("Done.")],
         world
+      )))
+    }))
+
+  it.effect("a retried request reuses the turn's tool choice: one logical turn, no requeue", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        yield* driver.run("Edit", { toolkit: AppTools, retry: Schedule.recurs(1) })
+        const requests = yield* ScriptedModel.requests
+        assert.deepStrictEqual(requests.map((r) => r.toolChoice), [
+          "auto",
+          { tool: "resolve" },
+          { tool: "resolve" },
+          "auto"
+        ])
+        assert.strictEqual(yield* statusOf(world), "applied")
+        const metrics = yield* driver.metrics
+        assert.strictEqual(metrics.turns, 3)
+        assert.strictEqual(metrics.toolChoiceChanges, 2)
+        assert.strictEqual(metrics.requeues.error, 0)
+      }).pipe(Effect.provide(session(
+        [editCall(), ScriptedModel.fail("overloaded"), resolveCall("apply"), ScriptedModel.text("Done.")],
+        world
+      )))
+    }))
+
+  it.effect("invalid resolve input reaches the model as a typed failure and changes nothing", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const result = yield* driver.run("Edit", { toolkit: AppTools })
+        const bad = result.turns[1]!.toolCalls[0]!
+        assert.isTrue(bad.isFailure)
+        assert.strictEqual((bad.result as { error: string }).error, "InvalidResolveParams")
+        assert.isTrue((bad.result as { message: string }).message.includes("action"))
+        const requests = yield* ScriptedModel.requests
+        // The model tried to comply, so in soft mode the next turn is not forced.
+        assert.deepStrictEqual(requests.map((r) => r.toolChoice), ["auto", "auto", "auto", "auto"])
+        assert.strictEqual(yield* statusOf(world), "applied")
+      }).pipe(Effect.provide(session(
+        [
+          editCall(),
+          ScriptedModel.toolCall("resolve", { action: "maybe", reason: "?" }),
+          resolveCall("apply"),
+          ScriptedModel.text("Done.")
+        ],
+        world,
+        { enforcement: "soft" }
       )))
     }))
 

@@ -1,0 +1,69 @@
+import { Chat, LanguageModel, Tool, Toolkit } from "@effect/ai"
+import { assert, describe, it } from "@effect/vitest"
+import { Chunk, Effect, Schema, Stream } from "effect"
+import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
+
+const Echo = Tool.make("echo", { parameters: { text: Schema.String }, success: Schema.String })
+const EchoToolkit = Toolkit.make(Echo)
+const EchoHandlers = EchoToolkit.toLayer({ echo: ({ text }) => Effect.succeed(text) })
+
+describe("ScriptedModel", () => {
+  it.effect("answers from a list, one turn per request, and records each request", () =>
+    Effect.gen(function*() {
+      const chat = yield* Chat.empty
+      const first = yield* chat.generateText({ prompt: "hi" })
+      assert.strictEqual(first.text, "Hello.")
+      const second = yield* chat.generateText({
+        prompt: "echo this",
+        toolkit: EchoToolkit,
+        toolChoice: { tool: "echo" }
+      })
+      assert.deepStrictEqual(second.toolResults.map((r) => r.result), ["this"])
+      const requests = yield* ScriptedModel.requests
+      assert.strictEqual(requests.length, 2)
+      assert.strictEqual(requests[0]!.toolChoice, "none") // no toolkit: @effect/ai sends "none"
+      assert.deepStrictEqual(requests[1]!.toolChoice, { tool: "echo" })
+      assert.deepStrictEqual(requests[1]!.tools, ["echo"])
+      assert.deepStrictEqual(requests[1]!.userTexts, ["hi", "echo this"])
+    }).pipe(Effect.provide([
+      ScriptedModel.layer(["Hello.", ScriptedModel.toolCall("echo", { text: "this" })]),
+      EchoHandlers
+    ])))
+
+  it.effect("a function script sees the request; failures are AiErrors; an exhausted list fails", () =>
+    Effect.gen(function*() {
+      const answered = yield* LanguageModel.generateText({ prompt: "ping" })
+      assert.strictEqual(answered.text, "You said: ping")
+      const failed = yield* Effect.flip(LanguageModel.generateText({ prompt: "fail" }))
+      assert.strictEqual(failed._tag, "UnknownError")
+      assert.strictEqual(failed.message.includes("rate limited"), true)
+    }).pipe(Effect.provide(ScriptedModel.layer((request) => {
+      const last = request.userTexts[request.userTexts.length - 1]
+      return last === "fail" ? ScriptedModel.fail("rate limited") : `You said: ${last}`
+    }))))
+
+  it.effect("a list script that runs out fails with a clear error", () =>
+    Effect.gen(function*() {
+      yield* LanguageModel.generateText({ prompt: "one" })
+      const error = yield* Effect.flip(LanguageModel.generateText({ prompt: "two" }))
+      assert.isTrue(error.message.includes("no turn for request 2"))
+    }).pipe(Effect.provide(ScriptedModel.layer(["only one"]))))
+
+  it.effect("streams the scripted parts", () =>
+    Effect.gen(function*() {
+      const parts = yield* LanguageModel.streamText({ prompt: "stream" }).pipe(Stream.runCollect)
+      const text = Chunk.toArray(parts).flatMap((part) => part.type === "text-delta" ? [part.delta] : []).join("")
+      assert.strictEqual(text, "streamed")
+    }).pipe(Effect.provide(ScriptedModel.layer(["streamed"]))))
+
+  it.effect("each layer build is a fresh script and a fresh record", () =>
+    Effect.gen(function*() {
+      const layer = ScriptedModel.layer(["a"])
+      const run = Effect.gen(function*() {
+        const response = yield* LanguageModel.generateText({ prompt: "x" })
+        return [response.text, (yield* ScriptedModel.requests).length] as const
+      }).pipe(Effect.provide(layer))
+      assert.deepStrictEqual(yield* run, ["a", 1])
+      assert.deepStrictEqual(yield* run, ["a", 1])
+    }))
+})

@@ -1,0 +1,96 @@
+import { assert, describe, it } from "@effect/vitest"
+import { Option } from "effect"
+import { ToolChoice } from "../../src/index.js"
+import * as ProviderToolChoice from "../../src/tools/ProviderToolChoice.js"
+
+const resolve = ToolChoice.forceTool("resolve")
+
+describe("ProviderToolChoice", () => {
+  it("Anthropic Messages: auto, any, none and a named tool", () => {
+    assert.deepStrictEqual(ProviderToolChoice.toAnthropic("auto"), Option.some({ type: "auto" as const }))
+    assert.deepStrictEqual(ProviderToolChoice.toAnthropic("required"), Option.some({ type: "any" as const }))
+    assert.deepStrictEqual(ProviderToolChoice.toAnthropic("none"), Option.some({ type: "none" as const }))
+    assert.deepStrictEqual(
+      ProviderToolChoice.toAnthropic(resolve),
+      Option.some({ type: "tool" as const, name: "resolve" })
+    )
+  })
+
+  it("Anthropic with extended thinking cannot force: required and named are none", () => {
+    const thinking = ProviderToolChoice.anthropicExtendedThinking
+    assert.isTrue(Option.isNone(ProviderToolChoice.toAnthropic(resolve, thinking)))
+    assert.isTrue(Option.isNone(ProviderToolChoice.toAnthropic("required", thinking)))
+    assert.deepStrictEqual(ProviderToolChoice.toAnthropic("auto", thinking), Option.some({ type: "auto" as const }))
+    assert.deepStrictEqual(ProviderToolChoice.toAnthropic("none", thinking), Option.some({ type: "none" as const }))
+  })
+
+  it("OpenAI Chat Completions: strings and { type: function, function: { name } }", () => {
+    assert.deepStrictEqual(ProviderToolChoice.toOpenAiChat("auto"), Option.some("auto" as const))
+    assert.deepStrictEqual(ProviderToolChoice.toOpenAiChat("none"), Option.some("none" as const))
+    assert.deepStrictEqual(ProviderToolChoice.toOpenAiChat("required"), Option.some("required" as const))
+    assert.deepStrictEqual(
+      ProviderToolChoice.toOpenAiChat(resolve),
+      Option.some({ type: "function" as const, function: { name: "resolve" } })
+    )
+  })
+
+  it("OpenAI Responses: strings and { type: function, name }", () => {
+    assert.deepStrictEqual(ProviderToolChoice.toOpenAiResponses("required"), Option.some("required" as const))
+    assert.deepStrictEqual(
+      ProviderToolChoice.toOpenAiResponses(resolve),
+      Option.some({ type: "function" as const, name: "resolve" })
+    )
+  })
+
+  it("Gemini: AUTO, NONE, ANY, and ANY with allowedFunctionNames", () => {
+    assert.deepStrictEqual(
+      ProviderToolChoice.toGemini("auto"),
+      Option.some({ functionCallingConfig: { mode: "AUTO" as const } })
+    )
+    assert.deepStrictEqual(
+      ProviderToolChoice.toGemini("none"),
+      Option.some({ functionCallingConfig: { mode: "NONE" as const } })
+    )
+    assert.deepStrictEqual(
+      ProviderToolChoice.toGemini("required"),
+      Option.some({ functionCallingConfig: { mode: "ANY" as const } })
+    )
+    assert.deepStrictEqual(
+      ProviderToolChoice.toGemini(resolve),
+      Option.some({ functionCallingConfig: { mode: "ANY" as const, allowedFunctionNames: ["resolve"] } })
+    )
+  })
+
+  it("@effect/ai: strings and { tool: name }", () => {
+    assert.deepStrictEqual(ProviderToolChoice.toEffectAi("auto"), Option.some("auto" as const))
+    assert.deepStrictEqual(ProviderToolChoice.toEffectAi(resolve), Option.some({ tool: "resolve" }))
+  })
+
+  it("names a provider rejects are none, never a malformed request", () => {
+    const spaced = ToolChoice.forceTool("my tool")
+    assert.isTrue(Option.isNone(ProviderToolChoice.toAnthropic(spaced)))
+    assert.isTrue(Option.isNone(ProviderToolChoice.toOpenAiChat(spaced)))
+    assert.isTrue(Option.isNone(ProviderToolChoice.toOpenAiResponses(spaced)))
+    assert.isTrue(Option.isNone(ProviderToolChoice.toGemini(spaced)))
+    assert.isTrue(Option.isNone(ProviderToolChoice.toGemini(ToolChoice.forceTool("1tool"))))
+    assert.isTrue(Option.isNone(ProviderToolChoice.toOpenAiChat(ToolChoice.forceTool("x".repeat(65)))))
+    assert.isTrue(Option.isSome(ProviderToolChoice.toGemini(ToolChoice.forceTool("ns.tool"))))
+  })
+
+  it("an auto-only model can express nothing but auto, on every provider", () => {
+    const only = ProviderToolChoice.autoOnly
+    const mappings: ReadonlyArray<(choice: ToolChoice.ToolChoice, c: typeof only) => Option.Option<unknown>> = [
+      ProviderToolChoice.toAnthropic,
+      ProviderToolChoice.toOpenAiChat,
+      ProviderToolChoice.toOpenAiResponses,
+      ProviderToolChoice.toGemini,
+      ProviderToolChoice.toEffectAi
+    ]
+    for (const to of mappings) {
+      assert.isTrue(Option.isSome(to("auto", only)))
+      assert.isTrue(Option.isNone(to("none", only)))
+      assert.isTrue(Option.isNone(to("required", only)))
+      assert.isTrue(Option.isNone(to(resolve, only)))
+    }
+  })
+})
