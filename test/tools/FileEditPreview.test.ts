@@ -1,7 +1,8 @@
-import type { FileSystem, Path } from "@effect/platform"
+import type { Path } from "@effect/platform"
 import { NodeContext, NodePath } from "@effect/platform-node"
+import * as FileSystemTag from "@effect/platform/FileSystem"
 import { assert, describe, it } from "@effect/vitest"
-import { Cause, Deferred, Effect, Exit, Fiber, Layer, Option } from "effect"
+import { Cause, Deferred, Effect, Exit, Fiber, Layer, Option, Ref } from "effect"
 import * as NFS from "node:fs/promises"
 import * as OS from "node:os"
 import * as NPath from "node:path"
@@ -42,7 +43,7 @@ const inWorkspace = <A, E>(
   ) => Effect.Effect<
     A,
     E,
-    ResolveRuntime.Services | FileEditPreview.Workspace | FileSystem.FileSystem | Path.Path
+    ResolveRuntime.Services | FileEditPreview.Workspace | FileSystemTag.FileSystem | Path.Path
   >,
   limits: { readonly maxFiles?: number; readonly maxBytes?: number } = {}
 ) =>
@@ -554,5 +555,38 @@ describe("FileEditPreview", () => {
         successOf(yield* turn({ action: "apply", reason: "ok" }))
       }).pipe(Effect.provide(layer))
       assert.strictEqual(yield* readText(root, "a.txt"), "b\n")
+    })))
+})
+
+describe("FaultyFileSystem (test support)", () => {
+  it.live("counts calls from arming, filters by path, fires once and records a journal", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const root = yield* tempDir
+      yield* writeFiles(root, { "a.txt": "a", "b.txt": "b" })
+      const plan = yield* FaultyFileSystem.makePlan
+      const journal = yield* Ref.make<ReadonlyArray<FaultyFileSystem.Call>>([])
+      yield* Effect.gen(function*() {
+        const fs = yield* FileSystemTag.FileSystem
+        yield* fs.readFile(NPath.join(root, "a.txt"))
+        yield* FaultyFileSystem.arm(
+          plan,
+          FaultyFileSystem.fail("readFile", 2, { path: (p) => p.endsWith("b.txt"), message: "boom" })
+        )
+        yield* fs.readFile(NPath.join(root, "a.txt")) // does not match the path filter
+        yield* fs.readFile(NPath.join(root, "b.txt")) // 1st matching call
+        const failed = yield* Effect.flip(fs.readFile(NPath.join(root, "b.txt"))) // 2nd: fires
+        assert.strictEqual(failed._tag, "SystemError")
+        assert.include(failed.message, "boom")
+        yield* fs.readFile(NPath.join(root, "b.txt")) // fired once, gone
+        assert.deepStrictEqual(yield* Ref.get(plan), [])
+        assert.deepStrictEqual((yield* Ref.get(journal)).map((c) => [NPath.basename(c.path), c.failed]), [
+          ["a.txt", false],
+          ["a.txt", false],
+          ["b.txt", false],
+          ["b.txt", true],
+          ["b.txt", false]
+        ])
+        assert.strictEqual(yield* fs.readFileString(NPath.join(root, "a.txt")), "a")
+      }).pipe(Effect.provide(FaultyFileSystem.layer(plan, { journal })))
     })))
 })
