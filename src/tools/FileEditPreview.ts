@@ -107,7 +107,7 @@ export const layer = (
 export const Replacement = Schema.Struct({
   oldText: Schema.String.pipe(
     Schema.minLength(1, { message: () => "must not be empty: copy the exact text to replace" })
-  ).annotations({ description: "The exact text to replace, including whitespace and line breaks." }),
+  ).annotations({ title: "oldText", description: "The exact text to replace, including whitespace and line breaks." }),
   newText: Schema.String.annotations({ description: "The text that replaces oldText." }),
   replaceAll: Schema.optional(Schema.Boolean.annotations({
     description: "Replace every occurrence. Without it, oldText must occur exactly once."
@@ -122,6 +122,7 @@ export const Replacement = Schema.Struct({
  */
 export const FileEdits = Schema.Struct({
   path: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })).annotations({
+    title: "path",
     description: "The file, relative to the workspace root."
   }),
   edits: Schema.NonEmptyArray(Replacement).annotations({ description: "The replacements, applied in order." })
