@@ -235,7 +235,10 @@ export declare namespace TurnDriver {
     readonly id: string
     /**
      * Adds `prompt` (a user message) and drives turns until the model stops asking for tools and nothing is
-     * queued, or `maxTurns` is reached. The conversation (and anything still pending) carries over to the next run.
+     * queued, or `maxTurns` is reached. The conversation (and anything still pending) carries over to the next run;
+     * steering messages of a request that failed or was interrupted are sent with the next one. Runs of one session
+     * take turns (a second run waits for the first). A tool whose handler fails gets a failure result the model
+     * reads; the run goes on.
      */
     readonly run: <Tools extends Record<string, Tool.Any> = {}, E = never, R = never>(
       prompt: Prompt.RawInput,
@@ -358,6 +361,8 @@ export const make = (
     const carry = yield* Ref.make<ReadonlyArray<SteeringMessage>>([])
     const transcript = yield* Ref.make<ReadonlyArray<TurnRecord>>([])
     const turnCount = yield* Ref.make(0)
+    // One run at a time per session: a run owns the queue's in-flight slot for each of its turns.
+    const lock = yield* Effect.makeSemaphore(1)
 
     const mapUpdate = <K, V>(ref: Ref.Ref<Map<K, V>>, f: (map: Map<K, V>) => void) =>
       Ref.update(ref, (map) => {
@@ -473,7 +478,12 @@ export const make = (
               const inFlight = yield* queue.inFlight
               const wasPending = Option.isSome(inFlight) && isPreviewLabel(inFlight.value.label) &&
                 !inFlight.value.invoked
-              const exit = yield* Effect.exit(Effect.provide(ResolveTool.execute(call.params), runtime))
+              const exit = yield* Effect.exit(
+                ResolveTool.execute(call.params).pipe(
+                  Effect.provideService(ResolveConfig, effective),
+                  Effect.provide(runtime)
+                )
+              )
               if (wasPending) {
                 const action = (call.params as any)?.action
                 if (Exit.isSuccess(exit)) {
@@ -684,6 +694,7 @@ export const make = (
         }
         return yield* new MaxTurnsExceeded({ maxTurns, pending: yield* queue.inspect })
       }).pipe(
+        lock.withPermits(1),
         Effect.withSpan("TurnDriver.run", { attributes: { session: id } })
       ) as any
 

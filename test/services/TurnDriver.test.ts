@@ -9,11 +9,13 @@ import {
   StandingResolveHandler,
   SteeringBus,
   SteeringMessage,
+  ToolChoice,
   ToolChoiceQueue,
   ToolResult
 } from "../../src/index.js"
 import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
 import { ResolveNotCalled, skippedText, TurnDriver } from "../../src/services/TurnDriver.js"
+import * as ProviderToolChoice from "../../src/tools/ProviderToolChoice.js"
 
 // The app's tools: `edit` stages a preview of a file write, `search` is a plain tool.
 const Edit = Tool.make("edit", {
@@ -21,7 +23,11 @@ const Edit = Tool.make("edit", {
   success: Schema.String,
   dependencies: [ToolChoiceQueue, SteeringBus]
 })
-const Search = Tool.make("search", { parameters: { q: Schema.String }, success: Schema.String })
+const Search = Tool.make("search", {
+  parameters: { q: Schema.String },
+  success: Schema.String,
+  failure: Schema.String
+})
 const AppTools = Toolkit.make(Edit, Search)
 
 interface World {
@@ -57,7 +63,10 @@ const handlers = (world: World) =>
         yield* Ref.update(world.handles, (all) => [...all, handle])
         return `Preview: ${file} would become ${JSON.stringify(text)}`
       }),
-    search: ({ q }) => Effect.as(Ref.update(world.searches, (all) => [...all, q]), `results for ${q}`)
+    search: ({ q }) =>
+      q === "boom" ?
+        Effect.fail("the search index is offline") :
+        Effect.as(Ref.update(world.searches, (all) => [...all, q]), `results for ${q}`)
   })
 
 let sessions = 0
@@ -474,6 +483,63 @@ describe("TurnDriver", () => {
             supportsNoneToolChoice: true
           }
         }
+      )))
+    }))
+
+  it.effect("a model that can force nothing is reminded again instead, and the run still fails after 3 turns", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const error = yield* Effect.flip(driver.run("Edit", { toolkit: AppTools }))
+        assert.strictEqual(error._tag, "ResolveNotCalled")
+        const requests = yield* ScriptedModel.requests
+        assert.deepStrictEqual(requests.map((r) => r.toolChoice), ["auto", "auto", "auto", "auto", "auto"])
+        assert.deepStrictEqual(requests.map((r) => countReminders(r.userTexts)), [0, 1, 2, 3, 4])
+        const metrics = yield* driver.metrics
+        assert.strictEqual(metrics.forcedTurns, 0)
+        assert.strictEqual(metrics.toolChoiceChanges, 0)
+      }).pipe(Effect.provide(session(
+        (request) => request.index === 0 ? editCall() : ScriptedModel.text("No."),
+        world,
+        { modelCapabilities: ProviderToolChoice.autoOnly }
+      )))
+    }))
+
+  it.effect("a directive the model cannot express is rejected as unavailable and the turn sends auto", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const queue = yield* ToolChoiceQueue
+        const reasons = yield* Ref.make<ReadonlyArray<string>>([])
+        yield* queue.pushOnce(ToolChoice.forceTool("search"), {
+          label: "must-search",
+          onRejected: (reason) => Effect.as(Ref.update(reasons, (all) => [...all, reason]), "drop" as const)
+        })
+        yield* driver.run("Hello", { toolkit: AppTools })
+        assert.deepStrictEqual(yield* Ref.get(reasons), ["unavailable"])
+        assert.deepStrictEqual((yield* ScriptedModel.requests).map((r) => r.toolChoice), ["auto"])
+      }).pipe(Effect.provide(session(
+        [ScriptedModel.text("Hi.")],
+        world,
+        { modelCapabilities: ProviderToolChoice.anthropicExtendedThinking }
+      )))
+    }))
+
+  it.effect("a failing tool returns a failure result to the model and the run goes on", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const result = yield* driver.run("Search", { toolkit: AppTools })
+        const call = result.turns[0]!.toolCalls[0]!
+        assert.isTrue(call.isFailure)
+        assert.deepStrictEqual(call.result, { error: "Error", message: "the search index is offline" })
+        assert.strictEqual(result.text, "The index is offline.")
+      }).pipe(Effect.provide(session(
+        [ScriptedModel.toolCall("search", { q: "boom" }), ScriptedModel.text("The index is offline.")],
+        world
       )))
     }))
 
