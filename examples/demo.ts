@@ -4,9 +4,11 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { Effect } from "effect"
 import { coreWalkthrough } from "./core.js"
+import { producersWalkthrough } from "./producers.js"
 
 const main = Effect.gen(function*() {
   yield* coreWalkthrough
+  yield* producersWalkthrough
 })
 
 NodeRuntime.runMain(main)

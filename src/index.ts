@@ -36,3 +36,16 @@ export * from "./tools/ToolDefinition.js"
 
 /** @since 0.1.0 */
 export * as ResolveRuntime from "./layers/ResolveRuntime.js"
+
+/** @since 0.1.0 */
+export * as FileEditPreview from "./tools/FileEditPreview.js"
+/** @since 0.1.0 */
+export * as PlanApproval from "./tools/PlanApproval.js"
+/** @since 0.1.0 */
+export * as CustomTools from "./tools/CustomTools.js"
+/** @since 0.1.0 */
+export { pushPendingAction, toolError } from "./tools/CustomTools.js"
+/** @since 0.1.0 */
+export * as Renderer from "./tools/Renderer.js"
+/** @since 0.1.0 */
+export { renderResolve } from "./tools/Renderer.js"
