@@ -11,8 +11,9 @@ const session = (script: ScriptedModel.Script) =>
 describe("AiResolveTool", () => {
   it("the provider sees exactly ResolveTool's JSON Schema", () => {
     const { $schema: _, ...expected } = ResolveTool.parameters
-    assert.deepStrictEqual(Tool.getJsonSchema(AiResolveTool.ResolveAiTool), expected)
-    assert.deepStrictEqual((Tool.getJsonSchema(AiResolveTool.ResolveAiTool) as any).required, ["action", "reason"])
+    const sent = Tool.getJsonSchemaFromSchemaAst(AiResolveTool.ResolveAiTool.parametersSchema.ast)
+    assert.deepStrictEqual(sent, expected)
+    assert.deepStrictEqual((sent as { required?: unknown }).required, ["action", "reason"])
   })
 
   it.effect("in a plain generateText turn, resolve applies the in-flight preview", () =>
