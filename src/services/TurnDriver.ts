@@ -298,6 +298,16 @@ export const isPreviewLabel = (label: string): boolean => label.startsWith(previ
 export const skippedText = "Skipped: a preview is pending. Call `resolve` to apply or discard it first, " +
   "then issue this call again."
 
+/**
+ * The text of the result a `resolve` call gets when an earlier call of the same batch staged the preview: the
+ * model has not read that preview yet.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const skippedResolveText = "Skipped: this preview was staged by an earlier call of the same turn. Read it, " +
+  "then call `resolve` to apply or discard it."
+
 let sessions = 0
 
 interface Plan {
@@ -472,8 +482,13 @@ export const make = (
         const context = yield* Effect.context<R | Tool.Requirements<Tools[keyof Tools]>>()
 
         /** Runs one call of the batch, or skips it while a preview is pending. */
-        const runCall = (call: Response.ToolCallPart<string, unknown>) =>
+        const runCall = (call: Response.ToolCallPart<string, unknown>, stagedInBatch: Ref.Ref<boolean>) =>
           Effect.gen(function*() {
+            if (yield* Ref.get(stagedInBatch)) {
+              // A call of this batch staged a preview: nothing after it runs, not even resolve.
+              const message = call.name === "resolve" ? skippedResolveText : skippedText
+              return record(call, "skipped", true, { skipped: true, message })
+            }
             if (call.name === "resolve") {
               const inFlight = yield* queue.inFlight
               const wasPending = Option.isSome(inFlight) && isPreviewLabel(inFlight.value.label) &&
@@ -523,6 +538,7 @@ export const make = (
             )
             const staged = (yield* queue.inspect).filter(isPreviewLabel).length - before
             for (let i = 0; i < staged; i++) yield* ResolveMetrics.recordPreview(id, "staged")
+            if (staged > 0) yield* Ref.set(stagedInBatch, true)
             return outcome
           }).pipe(Effect.withSpan("TurnDriver.toolCall", { attributes: { tool: call.name } }))
 
@@ -612,9 +628,11 @@ export const make = (
                 Response.ToolCallPart<string, unknown>
               >
               const records = yield* Ref.make<ReadonlyArray<ToolCallRecord>>([])
+              const stagedInBatch = yield* Ref.make(false)
               const executed = yield* Effect.exit(restore(Effect.forEach(
                 calls,
-                (call) => Effect.flatMap(runCall(call), (r) => Ref.update(records, (all) => [...all, r])),
+                (call) =>
+                  Effect.flatMap(runCall(call, stagedInBatch), (r) => Ref.update(records, (all) => [...all, r])),
                 { discard: true }
               )))
               const done = yield* Ref.get(records)

@@ -14,7 +14,7 @@ import {
   ToolResult
 } from "../../src/index.js"
 import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
-import { ResolveNotCalled, skippedText, TurnDriver } from "../../src/services/TurnDriver.js"
+import { ResolveNotCalled, skippedResolveText, skippedText, TurnDriver } from "../../src/services/TurnDriver.js"
 import * as ProviderToolChoice from "../../src/tools/ProviderToolChoice.js"
 
 // The app's tools: `edit` stages a preview of a file write, `search` is a plain tool.
@@ -353,21 +353,25 @@ describe("TurnDriver", () => {
         assert.deepStrictEqual(first.map((c) => [c.name, c.outcome]), [
           ["edit", "executed"],
           ["search", "skipped"],
-          ["edit", "skipped"]
+          ["edit", "skipped"],
+          ["resolve", "skipped"]
         ])
+        assert.deepStrictEqual(first[3]!.result, { skipped: true, message: skippedResolveText })
+        assert.deepStrictEqual(first[1]!.result, { skipped: true, message: skippedText })
         assert.deepStrictEqual(yield* Ref.get(world.searches), ["again"])
         assert.strictEqual((yield* Ref.get(world.handles)).length, 1)
         // The history carries one result per call, so the conversation stays valid.
         const history = yield* driver.history
         const tool = history.content.find((m) => m.role === "tool")!
-        assert.strictEqual(tool.content.length, 3)
+        assert.strictEqual(tool.content.length, 4)
         assert.strictEqual((yield* driver.metrics).previews.staged, 1)
       }).pipe(Effect.provide(session(
         [
           ScriptedModel.respond(
             ScriptedModel.toolCallPart("edit", { file: "a.ts", text: "x" }),
             ScriptedModel.toolCallPart("search", { q: "skipped" }),
-            ScriptedModel.toolCallPart("edit", { file: "b.ts", text: "y" })
+            ScriptedModel.toolCallPart("edit", { file: "b.ts", text: "y" }),
+            ScriptedModel.toolCallPart("resolve", { action: "apply", reason: "Unread." })
           ),
           resolveCall("apply"),
           ScriptedModel.toolCall("search", { q: "again" }),
