@@ -479,7 +479,6 @@ export const make = (
               appToolkit!.handle(name, params)) as any
         }
         const maxTurns = runOptions.maxTurns ?? config.maxTurns
-        const context = yield* Effect.context<R | Tool.Requirements<Tools[keyof Tools]>>()
 
         /** Runs one call of the batch, or skips it while a preview is pending. */
         const runCall = (call: Response.ToolCallPart<string, unknown>, stagedInBatch: Ref.Ref<boolean>) =>
@@ -496,7 +495,10 @@ export const make = (
               const exit = yield* Effect.exit(
                 ResolveTool.execute(call.params).pipe(
                   Effect.provideService(ResolveConfig, effective),
-                  Effect.provide(runtime)
+                  Effect.provide(runtime),
+                  Effect.withSpan("TurnDriver.resolve", {
+                    attributes: { action: String((call.params as { action?: unknown } | null)?.action) }
+                  })
                 )
               )
               if (wasPending) {
@@ -533,7 +535,6 @@ export const make = (
               Effect.map((result) => record(call, "executed", result.isFailure, result.encodedResult)),
               Effect.catchAll((error) => Effect.succeed(record(call, "executed", true, toFailure(error)))),
               Effect.provideService(ResolveConfig, effective),
-              Effect.provide(context),
               Effect.provide(runtime)
             )
             const staged = (yield* queue.inspect).filter(isPreviewLabel).length - before

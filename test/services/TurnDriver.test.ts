@@ -1,6 +1,6 @@
 import { Tool, Toolkit } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
-import { Deferred, Effect, Exit, Fiber, Layer, Option, Ref, Schedule, Schema } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Option, Ref, Schedule, Schema, type Tracer } from "effect"
 import {
   PendingAction,
   queueResolveHandler,
@@ -438,14 +438,18 @@ describe("TurnDriver", () => {
         const driver = yield* TurnDriver
         const standing = yield* StandingResolveHandler
         const approved = yield* Ref.make<ReadonlyArray<unknown>>([])
+        const spans = yield* Ref.make<ReadonlyArray<string>>([])
         yield* standing.install((call) =>
-          Effect.as(
-            Ref.update(approved, (all) => [...all, call.extra?.title]),
-            ToolResult.text(`Plan ${call.action === "apply" ? "approved" : "rejected"}`)
-          )
+          Effect.gen(function*() {
+            const span = yield* Effect.orElseSucceed(Effect.map(Effect.currentSpan, (s) => s.name), () => "none")
+            yield* Ref.update(spans, (all) => [...all, span])
+            yield* Ref.update(approved, (all) => [...all, call.extra?.title])
+            return ToolResult.text(`Plan ${call.action === "apply" ? "approved" : "rejected"}`)
+          })
         )
         const result = yield* driver.run("Plan the change", { toolkit: AppTools })
         assert.deepStrictEqual(yield* Ref.get(approved), ["my-plan"])
+        assert.deepStrictEqual(yield* Ref.get(spans), ["TurnDriver.resolve"])
         assert.deepStrictEqual(result.turns[0]!.toolCalls[0]!.result, ToolResult.text("Plan approved"))
         const metrics = yield* driver.metrics
         assert.strictEqual(metrics.forcedTurns, 0)
@@ -544,6 +548,33 @@ describe("TurnDriver", () => {
       }).pipe(Effect.provide(session(
         [ScriptedModel.toolCall("search", { q: "boom" }), ScriptedModel.text("The index is offline.")],
         world
+      )))
+    }))
+
+  it.effect("tool calls run inside the run, turn and tool-call spans", () =>
+    Effect.gen(function*() {
+      const Probe = Tool.make("probe", { success: Schema.Array(Schema.String) })
+      const ProbeTools = Toolkit.make(Probe)
+      const names = (span: Tracer.AnySpan): ReadonlyArray<string> =>
+        span._tag === "Span" ?
+          [span.name, ...Option.match(span.parent, { onNone: () => [], onSome: names })] :
+          []
+      const seen = yield* Ref.make<ReadonlyArray<string>>([])
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        yield* driver.run("Probe", { toolkit: ProbeTools })
+        const chain = yield* Ref.get(seen)
+        assert.deepStrictEqual(chain.slice(0, 3), ["TurnDriver.toolCall", "TurnDriver.turn", "TurnDriver.run"])
+      }).pipe(Effect.provide(Layer.mergeAll(
+        TurnDriver.layer(),
+        ScriptedModel.layer([ScriptedModel.toolCall("probe", {}), ScriptedModel.text("Done.")]),
+        ProbeTools.toLayer({
+          probe: () =>
+            Effect.flatMap(Effect.currentSpan, (span) => {
+              const chain = names(span).filter((name) => name.startsWith("TurnDriver."))
+              return Effect.as(Ref.set(seen, chain), chain)
+            }).pipe(Effect.orDie)
+        })
       )))
     }))
 
