@@ -1,0 +1,102 @@
+/**
+ * `npm run bench`: prints ONE table. Every figure is a median over repeated runs of a program written as an app
+ * would write it (one Effect program calling the public API, run with `Effect.runSync`), with two references
+ * measured in the same run: the Effect floor (the same number of steps as `Effect.sync` calls over a mutable
+ * array inside one `Effect.gen`) and a plain synchronous class with the same queue rules (`bench/PlainQueue.ts`).
+ *
+ * Environment: `BENCH_QUICK=1` runs a shorter version (a smoke run, not for figures).
+ */
+import * as Effect from "effect/Effect"
+import { bytes, median, printTable, ratio, type Row, us } from "./harness.js"
+import { floorProgram, queueCycle } from "./queue.js"
+import { heapGrowth, resolveRoundTrip, retainedPerAction } from "./resolve.js"
+import { sessionFigures } from "./session.js"
+
+const quick = process.env.BENCH_QUICK !== undefined && process.env.BENCH_QUICK !== ""
+const cycles = quick ? 2_000 : 20_000
+const repeats = quick ? 3 : 15
+const started = Date.now()
+const rows: Array<Row> = []
+const checks: Array<string> = []
+
+const verdict = (ok: boolean) => ok ? "ok" : "MISSED"
+
+// Queue cycle: pushOnce → nextToolChoice → resolve, for tail and `now` pushes, at depths 1, 100, 10 000.
+for (const now of [false, true]) {
+  const figures = [1, 100, 10_000].map((depth) => queueCycle(depth, now, cycles, repeats))
+  const base = figures[0]!
+  for (const f of figures) {
+    const withinFloor = f.queue <= 2 * f.floor
+    const flat = f.queue <= 1.5 * base.queue
+    rows.push({
+      figure: `queue cycle, ${now ? "now: true" : "tail"} push, depth ${f.depth}`,
+      value: us(f.queue),
+      floor: us(f.floor),
+      plain: us(f.plain),
+      vsFloor: ratio(f.queue, f.floor),
+      vsPlain: ratio(f.queue, f.plain),
+      target: f.depth === 1 ?
+        `≤ 2× floor: ${verdict(withinFloor)}` :
+        `≤ 2× floor: ${verdict(withinFloor)}; ≤ 1.5× depth 1 (${ratio(f.queue, base.queue)}): ${verdict(flat)}`
+    })
+    if (!withinFloor || !flat) checks.push(`queue cycle ${now ? "now" : "tail"} depth ${f.depth}`)
+  }
+}
+
+// Resolve round trip through ResolveTool.execute, against the floor's 3-step cycle.
+{
+  const floor3 = floorProgram(cycles, 3)
+  const r = resolveRoundTrip(cycles, repeats, floor3)
+  const ok = r.value <= 10 * r.floor
+  rows.push({
+    figure: "resolve round trip (stage → serve → ResolveTool.execute → end turn)",
+    value: us(r.value),
+    floor: `${us(r.floor)} (3 steps)`,
+    plain: us(r.plain),
+    vsFloor: ratio(r.value, r.floor),
+    vsPlain: ratio(r.value, r.plain),
+    target: `≤ 10× floor cycle: ${verdict(ok)}`
+  })
+  if (!ok) checks.push("resolve round trip")
+}
+
+// Memory.
+{
+  const count = quick ? 2_000 : 10_000
+  const { plainSamples, samples } = retainedPerAction(count, quick ? 3 : 7)
+  rows.push({
+    figure: `retained heap per pending action (${count} staged)`,
+    value: bytes(median(samples)),
+    floor: "—",
+    plain: bytes(median(plainSamples)),
+    vsFloor: "—",
+    vsPlain: ratio(median(samples), median(plainSamples)),
+    target: "for information"
+  })
+  const perSegment = quick ? 20_000 : 100_000
+  const heaps = heapGrowth(10, perSegment)
+  const total = heaps[heaps.length - 1]! - heaps[0]!
+  const deltas = heaps.slice(1).map((h, i) => h - heaps[i]!)
+  const flat = total < 1024 * 1024
+  rows.push({
+    figure: `heap growth over ${10 * perSegment} stage/resolve cycles (after a warm-up)`,
+    value: bytes(total),
+    floor: "—",
+    plain: "—",
+    vsFloor: "—",
+    vsPlain: "—",
+    target: `flat (< 1 MiB; median per ${perSegment}: ${bytes(median(deltas))}): ${verdict(flat)}`
+  })
+  if (!flat) checks.push("heap growth")
+}
+
+// Scripted agent sessions through the turn driver, when it is available.
+rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
+
+console.log(`\neffect-resolve benchmarks (node ${process.version}, ${cycles} cycles × ${repeats} runs per figure)\n`)
+printTable(rows)
+console.log(
+  `\n${checks.length === 0 ? "All targets met." : `Targets missed: ${checks.join(", ")}.`} ` +
+    `Total ${((Date.now() - started) / 1000).toFixed(0)} s.`
+)
+void Effect.void
