@@ -49,3 +49,28 @@ export { pushPendingAction, toolError } from "./tools/CustomTools.js"
 export * as Renderer from "./tools/Renderer.js"
 /** @since 0.1.0 */
 export { renderResolve } from "./tools/Renderer.js"
+
+/** @since 0.1.0 */
+export {
+  isPreviewLabel,
+  MaxTurnsExceeded,
+  RequeueLimitExceeded,
+  ResolveNotCalled,
+  type RunOptions,
+  type RunResult,
+  type SessionOptions,
+  skippedResolveText,
+  skippedText,
+  type ToolCallRecord,
+  TurnDriver,
+  type TurnDriverError,
+  type TurnRecord
+} from "./services/TurnDriver.js"
+/** @since 0.1.0 */
+export * as ResolveMetrics from "./services/ResolveMetrics.js"
+/** @since 0.1.0 */
+export * as ProviderToolChoice from "./tools/ProviderToolChoice.js"
+/** @since 0.1.0 */
+export * as AiResolveTool from "./tools/AiResolveTool.js"
+/** @since 0.1.0 */
+export * as ScriptedModel from "./layers/ScriptedModel.js"

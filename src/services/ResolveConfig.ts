@@ -28,10 +28,49 @@ export interface ResolveConfigShape {
    * behaviour, the default) or `"succeed"` with "Nothing to discard; no pending action remains.".
    */
   readonly discardWithoutPending: "fail" | "succeed"
+  /**
+   * How a staged preview is enforced. `"force"` (the default): a forced `resolve` directive plus the reminder.
+   * `"soft"`: a non-forcing `"auto"` entry plus the reminder once; the turn driver forces `resolve` only after a
+   * turn that ignored it. A model whose capabilities cannot force a named tool always gets the soft path.
+   */
+  readonly enforcement: "force" | "soft"
+  /** How many times in a row a directive may be rejected with `"error"` and requeued before it is dropped. */
+  readonly maxErrorRequeues: number
+  /** How many forced turns in a row the model may ignore a pending preview before the run fails. */
+  readonly maxForcedTurns: number
+  /** The turn driver's default bound on model requests per run. */
+  readonly maxTurns: number
+  /** What the model can express as `tool_choice`; decides the enforcement path and the forced choice. */
+  readonly modelCapabilities: ModelCapabilities
+}
+
+/**
+ * What a model can express as `tool_choice`. Where a named tool cannot be forced, the turn driver uses the soft
+ * path; where `"required"` cannot be sent either, a forced turn becomes `"auto"` with the reminder again.
+ *
+ * @since 0.1.0
+ * @category models
+ */
+export interface ModelCapabilities {
+  /** `{ type: "tool", name }` can be sent. */
+  readonly supportsNamedToolChoice: boolean
+  /** `"required"` (any tool) can be sent. */
+  readonly supportsRequiredToolChoice: boolean
+  /** `"none"` can be sent. */
+  readonly supportsNoneToolChoice: boolean
 }
 
 const defaults: ResolveConfigShape = {
-  discardWithoutPending: "fail"
+  discardWithoutPending: "fail",
+  enforcement: "force",
+  maxErrorRequeues: 3,
+  maxForcedTurns: 3,
+  maxTurns: 25,
+  modelCapabilities: {
+    supportsNamedToolChoice: true,
+    supportsRequiredToolChoice: true,
+    supportsNoneToolChoice: true
+  }
 }
 
 /**

@@ -30,6 +30,7 @@ import type { Extra, Invoker, ResolveDetails, ResolveInvocation } from "../domai
 import { resolveReminder } from "../domain/SteeringMessage.js"
 import { forceTool } from "../domain/ToolChoice.js"
 import * as ToolResult from "../domain/ToolResult.js"
+import { ResolveConfig } from "../services/ResolveConfig.js"
 import { SteeringBus } from "../services/SteeringBus.js"
 import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
 
@@ -192,14 +193,16 @@ interface Lifecycle {
  * Stages a pending action (SPEC §5): pushes a one-shot forced `resolve` directive at the head of the queue
  * (label `pending-action:<sourceToolName>`, requeued whenever it is rejected while still pending), then steers the
  * resolve reminder. A `resolve` call claims the action exactly once; a failed or interrupted call leaves it pending,
- * and a failed one steers the reminder again.
+ * and a failed one steers the reminder again. With `ResolveConfig.enforcement` `"soft"` the directive serves
+ * `"auto"` instead (same label, callbacks and id): the turn driver forces `resolve` only after a turn that ignored it.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const queueResolveHandler: <E, R>(
   spec: PendingActionSpec<E, R>
-) => Effect.Effect<PendingActionHandle, never, ToolChoiceQueue | SteeringBus | R> = Effect.fn("queueResolveHandler")(
+) => Effect.Effect<PendingActionHandle, never, ToolChoiceQueue | SteeringBus | R> = Effect.fnUntraced(
+  // Untraced: staging is on every preview's hot path and a span with its captured stack cost about 20 µs (bench/).
   function*<E, R>(spec: PendingActionSpec<E, R>) {
     const queue = yield* ToolChoiceQueue
     const bus = yield* SteeringBus
@@ -207,7 +210,7 @@ export const queueResolveHandler: <E, R>(
     const lifecycle = yield* Ref.make<Lifecycle>({ status: "pending", dropped: false })
 
     const settle = (committed: boolean, exit: Exit.Exit<ToolResult.ToolResult, unknown>, action: string) =>
-      Ref.update(lifecycle, (s): Lifecycle => {
+      Ref.updateAndGet(lifecycle, (s): Lifecycle => {
         if (Exit.isSuccess(exit) || committed) return { ...s, status: action === "apply" ? "applied" : "discarded" }
         return { ...s, status: s.dropped ? "cleared" : "pending" }
       })
@@ -235,8 +238,9 @@ export const queueResolveHandler: <E, R>(
             Effect.exit
           )
           const didCommit = yield* Ref.get(committed)
-          yield* settle(didCommit, exit, invocation.action)
-          if (Exit.isFailure(exit) && !didCommit && !Cause.isInterruptedOnly(exit.cause)) {
+          const settled = yield* settle(didCommit, exit, invocation.action)
+          // Not when the queue dropped the action meanwhile: a reminder would point at nothing.
+          if (settled.status === "pending" && Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)) {
             // Still pending: remind the model; the in-flight directive is requeued when the turn ends.
             yield* bus.steer(resolveReminder(spec.sourceToolName))
           }
@@ -253,7 +257,10 @@ export const queueResolveHandler: <E, R>(
         return [s.status === "pending" || s.status === "resolving" ? "requeue" : "drop", s]
       })
 
-    const id = yield* queue.pushOnce(forceTool("resolve"), {
+    // Soft enforcement: a non-forcing entry, in flight while its turn runs; the turn driver forces it only after a
+    // turn that ignored it.
+    const config = yield* ResolveConfig
+    const id = yield* queue.pushOnce(config.enforcement === "soft" ? "auto" : forceTool("resolve"), {
       label: directiveLabel(spec.sourceToolName),
       now: true,
       onRejected,
