@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { deepStrictEqual } from "@effect/vitest/utils"
 import { Deferred, Effect, Layer, ManagedRuntime, Option, Ref } from "effect"
 import {
   InvalidResolveParams,
@@ -39,8 +40,8 @@ describe("ResolveRuntime.layer", () => {
       const queue = yield* ToolChoiceQueue
       const bus = yield* SteeringBus
       const standing = yield* StandingResolveHandler
-      assert.deepStrictEqual(yield* queue.inspect, [])
-      assert.deepStrictEqual(yield* bus.pending, [])
+      deepStrictEqual(yield* queue.inspect, [])
+      deepStrictEqual(yield* bus.pending, [])
       assert.isTrue(Option.isNone(yield* standing.peek))
     }).pipe(Effect.provide(ResolveRuntime.layer)))
 
@@ -54,12 +55,12 @@ describe("ResolveRuntime.layer", () => {
       const inspect = Effect.flatMap(ToolChoiceQueue, (q) => Effect.zip(q.inspect, q.hasInFlight))
       const steering = Effect.flatMap(SteeringBus, (b) => b.pending)
       yield* Effect.provide(stage, ResolveRuntime.layer)
-      assert.deepStrictEqual(yield* Effect.provide(inspect, ResolveRuntime.layer), [[], false])
-      assert.deepStrictEqual(yield* Effect.provide(steering, ResolveRuntime.layer), [])
+      deepStrictEqual(yield* Effect.provide(inspect, ResolveRuntime.layer), [[], false])
+      deepStrictEqual(yield* Effect.provide(steering, ResolveRuntime.layer), [])
       // One build (memoized in a runtime) is one session.
       const session = yield* Layer.toRuntime(ResolveRuntime.layer)
       yield* Effect.provide(stage, session)
-      assert.deepStrictEqual(yield* Effect.provide(inspect, session), [[], true])
+      deepStrictEqual(yield* Effect.provide(inspect, session), [[], true])
       assert.strictEqual((yield* Effect.provide(steering, session)).length, 1)
     }).pipe(Effect.scoped))
 })

@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { deepStrictEqual } from "@effect/vitest/utils"
 import { Effect } from "effect"
 import { NoPendingAction, ResolveConfig, ResolveRuntime, ResolveTool, ToolResult } from "../../src/index.js"
 
@@ -18,7 +19,7 @@ describe("ResolveConfig", () => {
       const config = yield* ResolveConfig
       assert.strictEqual(config.discardWithoutPending, "succeed")
       for (const key of Object.keys(ResolveConfig.defaults) as Array<keyof typeof config>) {
-        if (key !== "discardWithoutPending") assert.deepStrictEqual(config[key], ResolveConfig.defaults[key], key)
+        if (key !== "discardWithoutPending") deepStrictEqual(config[key], ResolveConfig.defaults[key], key)
       }
       assert.strictEqual(
         ToolResult.textOf(yield* discardNothing),

@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { deepStrictEqual } from "@effect/vitest/utils"
 import { Effect, Either, Exit, Option, Ref, Scope } from "effect"
 import {
   type Invoker,
@@ -28,9 +29,9 @@ describe("StandingResolveHandler (§4)", () => {
       const standing = yield* StandingResolveHandler
       assert.isTrue(Option.isNone(yield* standing.peek))
       yield* standing.set(answering("one"))
-      assert.deepStrictEqual(yield* callPeeked, Option.some("one:apply"))
+      deepStrictEqual(yield* callPeeked, Option.some("one:apply"))
       yield* standing.set(answering("two"))
-      assert.deepStrictEqual(yield* callPeeked, Option.some("two:apply"))
+      deepStrictEqual(yield* callPeeked, Option.some("two:apply"))
       yield* standing.clear
       assert.isTrue(Option.isNone(yield* standing.peek))
       yield* standing.clear
@@ -41,7 +42,7 @@ describe("StandingResolveHandler (§4)", () => {
     Effect.gen(function*() {
       const standing = yield* StandingResolveHandler
       const inside = yield* Effect.scoped(Effect.zipRight(standing.install(answering("plan")), callPeeked))
-      assert.deepStrictEqual(inside, Option.some("plan:apply"))
+      deepStrictEqual(inside, Option.some("plan:apply"))
       assert.isTrue(Option.isNone(yield* standing.peek))
     }).pipe(Effect.provide(ResolveRuntime.layer)))
 
@@ -53,7 +54,7 @@ describe("StandingResolveHandler (§4)", () => {
       yield* Scope.extend(standing.install(answering("first")), first)
       yield* Scope.extend(standing.install(answering("second")), second)
       yield* Scope.close(first, Exit.void)
-      assert.deepStrictEqual(yield* callPeeked, Option.some("second:apply"))
+      deepStrictEqual(yield* callPeeked, Option.some("second:apply"))
       yield* Scope.close(second, Exit.void)
       assert.isTrue(Option.isNone(yield* standing.peek))
     }).pipe(Effect.provide(ResolveRuntime.layer)))
@@ -67,7 +68,7 @@ describe("StandingResolveHandler (§4)", () => {
       yield* Scope.extend(standing.install(shared), first)
       yield* Scope.extend(standing.install(shared), second)
       yield* Scope.close(first, Exit.void)
-      assert.deepStrictEqual(yield* callPeeked, Option.some("shared:apply"))
+      deepStrictEqual(yield* callPeeked, Option.some("shared:apply"))
       yield* Scope.close(second, Exit.void)
       assert.isTrue(Option.isNone(yield* standing.peek))
     }).pipe(Effect.provide(ResolveRuntime.layer)))
@@ -76,7 +77,7 @@ describe("StandingResolveHandler (§4)", () => {
     Effect.gen(function*() {
       const standing = yield* StandingResolveHandler
       yield* Effect.scoped(Effect.zipRight(standing.install(answering("scoped")), standing.set(answering("set"))))
-      assert.deepStrictEqual(yield* callPeeked, Option.some("set:apply"))
+      deepStrictEqual(yield* callPeeked, Option.some("set:apply"))
     }).pipe(Effect.provide(ResolveRuntime.layer)))
 
   it.effect("a scope closed after an explicit clear leaves the slot empty", () =>
@@ -98,7 +99,7 @@ describe("StandingResolveHandler (§4)", () => {
         const second = yield* resolve({ action: "discard", reason: "two", extra: { title: "t" } })
         assert.strictEqual(ToolResult.textOf(first), "plan")
         assert.strictEqual(ToolResult.textOf(second), "plan")
-        assert.deepStrictEqual(yield* Ref.get(calls), ["apply:one", "discard:two"])
+        deepStrictEqual(yield* Ref.get(calls), ["apply:one", "discard:two"])
         assert.isTrue(Option.isSome(yield* standing.peek))
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 

@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { deepStrictEqual } from "@effect/vitest/utils"
 import { Chunk, Deferred, Duration, Effect, Fiber, Ref, Stream, TestClock } from "effect"
 import { ResolveRuntime, SteeringBus, SteeringMessage } from "../../src/index.js"
 
@@ -9,7 +10,7 @@ describe("SteeringBus", () => {
         const bus = yield* SteeringBus
         yield* TestClock.setTime(1_000)
         const first = yield* bus.steer({ customType: "note", content: "Prefer small diffs." })
-        assert.deepStrictEqual(first, {
+        deepStrictEqual(first, {
           customType: "note",
           content: "Prefer small diffs.",
           display: false,
@@ -21,8 +22,8 @@ describe("SteeringBus", () => {
         const second = yield* bus.steer({ customType: "note", content: "later", details: { n: 1 }, display: true })
         assert.strictEqual(second.timestamp, 6_000)
         assert.isTrue(second.display)
-        assert.deepStrictEqual(second.details, { n: 1 })
-        assert.deepStrictEqual(yield* bus.pending, [first, second])
+        deepStrictEqual(second.details, { n: 1 })
+        deepStrictEqual(yield* bus.pending, [first, second])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
     it.effect("the resolve reminder has the SPEC's text, type and details", () =>
@@ -35,7 +36,7 @@ describe("SteeringBus", () => {
           "<system-reminder>\nThis is a preview. Call the `resolve` tool to apply or discard these changes.\n" +
             "</system-reminder>"
         )
-        assert.deepStrictEqual(message.details, { toolName: "ast_edit" })
+        deepStrictEqual(message.details, { toolName: "ast_edit" })
         assert.isFalse(message.display)
       }).pipe(Effect.provide(ResolveRuntime.layer)))
   })
@@ -44,16 +45,16 @@ describe("SteeringBus", () => {
     it.effect("drain takes every message oldest first and leaves the bus empty", () =>
       Effect.gen(function*() {
         const bus = yield* SteeringBus
-        assert.deepStrictEqual(yield* bus.drain, [])
+        deepStrictEqual(yield* bus.drain, [])
         for (const content of ["one", "two", "three"]) yield* bus.steer({ customType: "t", content })
-        assert.deepStrictEqual((yield* bus.pending).map((m) => m.content), ["one", "two", "three"])
+        deepStrictEqual((yield* bus.pending).map((m) => m.content), ["one", "two", "three"])
         // pending does not take.
         assert.strictEqual((yield* bus.pending).length, 3)
-        assert.deepStrictEqual((yield* bus.drain).map((m) => m.content), ["one", "two", "three"])
-        assert.deepStrictEqual(yield* bus.pending, [])
-        assert.deepStrictEqual(yield* bus.drain, [])
+        deepStrictEqual((yield* bus.drain).map((m) => m.content), ["one", "two", "three"])
+        deepStrictEqual(yield* bus.pending, [])
+        deepStrictEqual(yield* bus.drain, [])
         yield* bus.steer({ customType: "t", content: "four" })
-        assert.deepStrictEqual((yield* bus.drain).map((m) => m.content), ["four"])
+        deepStrictEqual((yield* bus.drain).map((m) => m.content), ["four"])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
     it.effect("concurrent steers are all drained once, in the order subscribers saw them", () =>
@@ -68,7 +69,7 @@ describe("SteeringBus", () => {
         )
         const drained = (yield* bus.drain).map((m) => m.content)
         assert.strictEqual(new Set(drained).size, 100)
-        assert.deepStrictEqual(Chunk.toReadonlyArray(yield* Fiber.join(seen)).map((m) => m.content), drained)
+        deepStrictEqual(Chunk.toReadonlyArray(yield* Fiber.join(seen)).map((m) => m.content), drained)
       }).pipe(Effect.provide(ResolveRuntime.layer), Effect.scoped))
   })
 
@@ -82,7 +83,7 @@ describe("SteeringBus", () => {
         yield* bus.steer({ customType: "t", content: "b" })
         yield* bus.steer({ customType: "t", content: "c" })
         const got = yield* Stream.runCollect(Stream.take(stream, 3))
-        assert.deepStrictEqual(Chunk.toReadonlyArray(got).map((m) => m.content), ["a", "b", "c"])
+        deepStrictEqual(Chunk.toReadonlyArray(got).map((m) => m.content), ["a", "b", "c"])
         // Observing does not drain.
         assert.strictEqual((yield* bus.pending).length, 4)
       }).pipe(Effect.provide(ResolveRuntime.layer), Effect.scoped))
@@ -109,7 +110,7 @@ describe("SteeringBus", () => {
         for (const content of ["x", "y", "z", "end"]) yield* bus.steer({ customType: "t", content })
         yield* Fiber.join(consumer)
         const real = (yield* Ref.get(collected)).filter((c) => c !== "probe")
-        assert.deepStrictEqual(real, ["x", "y", "z", "end"])
+        deepStrictEqual(real, ["x", "y", "z", "end"])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
   })
 
@@ -122,7 +123,7 @@ describe("SteeringBus", () => {
         const other = yield* Effect.flatMap(SteeringBus, (bus) => bus.drain).pipe(
           Effect.provide(ResolveRuntime.layer)
         )
-        assert.deepStrictEqual(other, [])
+        deepStrictEqual(other, [])
       }))
   })
 })

@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { deepStrictEqual } from "@effect/vitest/utils"
 import { Deferred, Effect, Either, Fiber, Option, Ref } from "effect"
 import {
   EmptyDirective,
@@ -51,8 +52,8 @@ describe("ToolChoiceQueue", () => {
         yield* queue.pushOnce(tool("b"), { label: "b" })
         yield* queue.pushOnce(tool("c"), { label: "c", now: true })
         yield* queue.pushOnce("required", { label: "d" })
-        assert.deepStrictEqual(yield* queue.inspect, ["c", "a", "b", "d"])
-        assert.deepStrictEqual(yield* serveAll, [tool("c"), tool("a"), tool("b"), "required"])
+        deepStrictEqual(yield* queue.inspect, ["c", "a", "b", "d"])
+        deepStrictEqual(yield* serveAll, [tool("c"), tool("a"), tool("b"), "required"])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
     it.effect("does not de-duplicate equal directives", () =>
@@ -61,8 +62,8 @@ describe("ToolChoiceQueue", () => {
         const first = yield* queue.pushOnce(tool("search"), { label: "must-search" })
         const second = yield* queue.pushOnce(tool("search"), { label: "must-search" })
         assert.notStrictEqual(first, second)
-        assert.deepStrictEqual(yield* queue.inspect, ["must-search", "must-search"])
-        assert.deepStrictEqual(yield* serveAll, [tool("search"), tool("search")])
+        deepStrictEqual(yield* queue.inspect, ["must-search", "must-search"])
+        deepStrictEqual(yield* serveAll, [tool("search"), tool("search")])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
     it.effect("labels default to \"anonymous\" and every push gets a fresh id", () =>
@@ -74,7 +75,7 @@ describe("ToolChoiceQueue", () => {
           yield* queue.pushSequence(["required"])
         ]
         assert.strictEqual(new Set(ids).size, 3)
-        assert.deepStrictEqual(yield* queue.inspect, ["anonymous", "anonymous", "anonymous"])
+        deepStrictEqual(yield* queue.inspect, ["anonymous", "anonymous", "anonymous"])
         yield* queue.nextToolChoice
         const info = yield* queue.inFlight
         assert.isTrue(Option.isSome(info))
@@ -86,7 +87,7 @@ describe("ToolChoiceQueue", () => {
         const queue = yield* ToolChoiceQueue
         const choices = new Set<ToolChoice.ToolChoice>(["required", "auto"])
         yield* queue.push(choices, { label: "set" })
-        assert.deepStrictEqual(yield* serveAll, ["required", "auto"])
+        deepStrictEqual(yield* serveAll, ["required", "auto"])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
     it.effect("empty choices fail with EmptyDirective and change nothing", () =>
@@ -102,9 +103,9 @@ describe("ToolChoiceQueue", () => {
         assert.instanceOf(Either.getLeft(pushed).pipe(Option.getOrThrow), EmptyDirective)
         assert.strictEqual(Option.getOrThrow(Either.getLeft(pushed)).label, "nothing")
         assert.strictEqual(Option.getOrThrow(Either.getLeft(sequenced)).label, "anonymous")
-        assert.deepStrictEqual({ queued: yield* queue.inspect, inFlight: yield* queue.inFlight }, before)
+        deepStrictEqual({ queued: yield* queue.inspect, inFlight: yield* queue.inFlight }, before)
         yield* queue.resolve
-        assert.deepStrictEqual(yield* serveAll, [tool("b")])
+        deepStrictEqual(yield* serveAll, [tool("b")])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
   })
 
@@ -122,16 +123,16 @@ describe("ToolChoiceQueue", () => {
         const queue = yield* ToolChoiceQueue
         yield* queue.pushSequence([tool("plan"), tool("edit")], { label: "seq" })
         yield* queue.pushOnce("auto", { label: "after" })
-        assert.deepStrictEqual(yield* queue.nextToolChoice, Option.some(tool("plan")))
+        deepStrictEqual(yield* queue.nextToolChoice, Option.some(tool("plan")))
         assert.isTrue(yield* queue.hasInFlight)
-        assert.deepStrictEqual(yield* queue.inspect, ["seq", "after"])
+        deepStrictEqual(yield* queue.inspect, ["seq", "after"])
         yield* queue.resolve
-        assert.deepStrictEqual(yield* queue.nextToolChoice, Option.some(tool("edit")))
+        deepStrictEqual(yield* queue.nextToolChoice, Option.some(tool("edit")))
         // Exhausted: gone from the queue while its last value is still in flight.
-        assert.deepStrictEqual(yield* queue.inspect, ["after"])
+        deepStrictEqual(yield* queue.inspect, ["after"])
         yield* queue.resolve
-        assert.deepStrictEqual(yield* queue.nextToolChoice, Option.some("auto" as const))
-        assert.deepStrictEqual(yield* queue.inspect, [])
+        deepStrictEqual(yield* queue.nextToolChoice, Option.some("auto" as const))
+        deepStrictEqual(yield* queue.inspect, [])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
     it.effect("reports the in-flight value, id, label and requeue count", () =>
@@ -139,7 +140,7 @@ describe("ToolChoiceQueue", () => {
         const queue = yield* ToolChoiceQueue
         const id = yield* queue.pushOnce(tool("x"), { label: "lx" })
         yield* queue.nextToolChoice
-        assert.deepStrictEqual(
+        deepStrictEqual(
           yield* queue.inFlight,
           Option.some({ id, label: "lx", choice: tool("x"), requeues: 0, invoked: false })
         )
@@ -162,8 +163,8 @@ describe("ToolChoiceQueue", () => {
         })
         yield* queue.pushOnce(tool("b"), recording(log, "b"))
         yield* queue.nextToolChoice
-        assert.deepStrictEqual(yield* queue.nextToolChoice, Option.some(tool("b")))
-        assert.deepStrictEqual(yield* Ref.get(log), ["a:error"])
+        deepStrictEqual(yield* queue.nextToolChoice, Option.some(tool("b")))
+        deepStrictEqual(yield* Ref.get(log), ["a:error"])
         assert.strictEqual(Option.getOrThrow(yield* queue.inFlight).label, "b")
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
@@ -174,11 +175,11 @@ describe("ToolChoiceQueue", () => {
         const id = yield* queue.pushOnce(tool("a"), recording(log, "a", () => "requeue"))
         yield* queue.pushOnce(tool("b"), { label: "b" })
         yield* queue.nextToolChoice
-        assert.deepStrictEqual(yield* queue.nextToolChoice, Option.some(tool("a")))
-        assert.deepStrictEqual(yield* Ref.get(log), ["a:error"])
+        deepStrictEqual(yield* queue.nextToolChoice, Option.some(tool("a")))
+        deepStrictEqual(yield* Ref.get(log), ["a:error"])
         const info = Option.getOrThrow(yield* queue.inFlight)
-        assert.deepStrictEqual([info.id, info.label, info.requeues], [id, "a", 1])
-        assert.deepStrictEqual(yield* queue.inspect, ["b"])
+        deepStrictEqual([info.id, info.label, info.requeues], [id, "a", 1])
+        deepStrictEqual(yield* queue.inspect, ["b"])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
     it.effect("a value served while another call is still rejecting its old value is not lost", () =>
@@ -202,12 +203,12 @@ describe("ToolChoiceQueue", () => {
         const second = yield* Effect.fork(queue.nextToolChoice) // rejects x, waits in its callback
         yield* Deferred.await(entered)
         // Meanwhile another fiber serves: x is no longer in flight, so y is served.
-        assert.deepStrictEqual(yield* queue.nextToolChoice, Option.some(tool("y")))
+        deepStrictEqual(yield* queue.nextToolChoice, Option.some(tool("y")))
         yield* Deferred.succeed(release, void 0)
         const served = yield* Fiber.join(second)
         // The requeued x is served, but y must not vanish silently: it is rejected with "error" first.
-        assert.deepStrictEqual(served, Option.some(tool("x")))
-        assert.deepStrictEqual(yield* Ref.get(log), ["x:error", "y:error"])
+        deepStrictEqual(served, Option.some(tool("x")))
+        deepStrictEqual(yield* Ref.get(log), ["x:error", "y:error"])
         assert.strictEqual(Option.getOrThrow(yield* queue.inFlight).label, "x")
       }).pipe(Effect.provide(ResolveRuntime.layer)))
   })
@@ -231,9 +232,9 @@ describe("ToolChoiceQueue", () => {
         yield* queue.nextToolChoice
         assert.isTrue(Option.isNone(yield* queue.consumeLastServedLabel))
         yield* queue.resolve
-        assert.deepStrictEqual(yield* Ref.get(observed), Option.some({ inFlight: false, queued: ["b"] }))
+        deepStrictEqual(yield* Ref.get(observed), Option.some({ inFlight: false, queued: ["b"] }))
         assert.isFalse(yield* queue.hasInFlight)
-        assert.deepStrictEqual(yield* queue.consumeLastServedLabel, Option.some("a"))
+        deepStrictEqual(yield* queue.consumeLastServedLabel, Option.some("a"))
         assert.isTrue(Option.isNone(yield* queue.consumeLastServedLabel))
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
@@ -243,8 +244,8 @@ describe("ToolChoiceQueue", () => {
         const log = yield* Ref.make<ReadonlyArray<string>>([])
         yield* queue.pushOnce(tool("a"), recording(log, "a"))
         yield* queue.resolve
-        assert.deepStrictEqual(yield* Ref.get(log), [])
-        assert.deepStrictEqual(yield* queue.inspect, ["a"])
+        deepStrictEqual(yield* Ref.get(log), [])
+        deepStrictEqual(yield* queue.inspect, ["a"])
         assert.isTrue(Option.isNone(yield* queue.consumeLastServedLabel))
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
@@ -255,7 +256,7 @@ describe("ToolChoiceQueue", () => {
         yield* queue.pushOnce("auto", { label: "two" })
         yield* turn
         yield* turn
-        assert.deepStrictEqual(yield* queue.consumeLastServedLabel, Option.some("two"))
+        deepStrictEqual(yield* queue.consumeLastServedLabel, Option.some("two"))
         assert.isTrue(Option.isNone(yield* queue.consumeLastServedLabel))
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
@@ -269,7 +270,7 @@ describe("ToolChoiceQueue", () => {
         })
         yield* queue.nextToolChoice
         yield* queue.resolve
-        assert.deepStrictEqual(yield* Ref.get(log), ["p:not_invoked"])
+        deepStrictEqual(yield* Ref.get(log), ["p:not_invoked"])
         assert.isTrue(Option.isNone(yield* queue.consumeLastServedLabel))
         assert.isFalse(yield* queue.hasInFlight)
       }).pipe(Effect.provide(ResolveRuntime.layer)))
@@ -284,10 +285,10 @@ describe("ToolChoiceQueue", () => {
         })
         yield* queue.nextToolChoice
         yield* queue.resolve
-        assert.deepStrictEqual(yield* queue.inspect, ["p"])
+        deepStrictEqual(yield* queue.inspect, ["p"])
         yield* queue.nextToolChoice
         const info = Option.getOrThrow(yield* queue.inFlight)
-        assert.deepStrictEqual([info.id, info.label, info.requeues, info.invoked], [id, "p", 1, false])
+        deepStrictEqual([info.id, info.label, info.requeues, info.invoked], [id, "p", 1, false])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
     it.effect("an invoked directive resolves normally", () =>
@@ -304,8 +305,8 @@ describe("ToolChoiceQueue", () => {
         assert.strictEqual(ToolResult.textOf(result), "why")
         assert.isTrue(Option.getOrThrow(yield* queue.inFlight).invoked)
         yield* queue.resolve
-        assert.deepStrictEqual(yield* Ref.get(log), ["p:resolved"])
-        assert.deepStrictEqual(yield* queue.consumeLastServedLabel, Option.some("p"))
+        deepStrictEqual(yield* Ref.get(log), ["p:resolved"])
+        deepStrictEqual(yield* queue.consumeLastServedLabel, Option.some("p"))
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
     it.effect("a failed invocation does not count as invoked", () =>
@@ -322,7 +323,7 @@ describe("ToolChoiceQueue", () => {
         assert.isTrue(exit._tag === "Failure")
         assert.isFalse(Option.getOrThrow(yield* queue.inFlight).invoked)
         yield* queue.resolve
-        assert.deepStrictEqual(yield* Ref.get(log), ["p:not_invoked"])
+        deepStrictEqual(yield* Ref.get(log), ["p:not_invoked"])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
   })
 
@@ -359,8 +360,8 @@ describe("ToolChoiceQueue", () => {
         }
         yield* queue.nextToolChoice
         yield* queue.reject("error")
-        assert.deepStrictEqual(yield* Ref.get(log), reasons.map((r) => `${r}:${r}`))
-        assert.deepStrictEqual(yield* queue.inspect, [])
+        deepStrictEqual(yield* Ref.get(log), reasons.map((r) => `${r}:${r}`))
+        deepStrictEqual(yield* queue.inspect, [])
         assert.isTrue(Option.isNone(yield* queue.consumeLastServedLabel))
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
@@ -370,8 +371,8 @@ describe("ToolChoiceQueue", () => {
         const log = yield* Ref.make<ReadonlyArray<string>>([])
         yield* queue.pushOnce("auto", recording(log, "a", () => "requeue"))
         yield* queue.reject("error")
-        assert.deepStrictEqual(yield* Ref.get(log), [])
-        assert.deepStrictEqual(yield* queue.inspect, ["a"])
+        deepStrictEqual(yield* Ref.get(log), [])
+        deepStrictEqual(yield* queue.inspect, ["a"])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
     it.effect("drop lets the value go; the next directive is served", () =>
@@ -382,8 +383,8 @@ describe("ToolChoiceQueue", () => {
         yield* queue.nextToolChoice
         yield* queue.reject("error")
         // Only the lost value is dropped; the rest of the sequence stays.
-        assert.deepStrictEqual(yield* queue.inspect, ["a", "b"])
-        assert.deepStrictEqual(yield* serveAll, [tool("a2"), tool("b")])
+        deepStrictEqual(yield* queue.inspect, ["a", "b"])
+        deepStrictEqual(yield* serveAll, [tool("a2"), tool("b")])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
     it.effect("requeue puts exactly the lost value back at the head, same id and label", () =>
@@ -395,20 +396,20 @@ describe("ToolChoiceQueue", () => {
           [tool("a"), tool("b"), tool("c")],
           { ...recording(log, "seq", () => "requeue"), now: true }
         )
-        assert.deepStrictEqual(yield* queue.nextToolChoice, Option.some(tool("a")))
+        deepStrictEqual(yield* queue.nextToolChoice, Option.some(tool("a")))
         yield* queue.reject("unavailable")
-        assert.deepStrictEqual(yield* queue.inspect, ["seq", "seq", "other"])
-        assert.deepStrictEqual(yield* queue.nextToolChoice, Option.some(tool("a")))
-        assert.deepStrictEqual(
+        deepStrictEqual(yield* queue.inspect, ["seq", "seq", "other"])
+        deepStrictEqual(yield* queue.nextToolChoice, Option.some(tool("a")))
+        deepStrictEqual(
           yield* queue.inFlight,
           Option.some({ id, label: "seq", choice: tool("a"), requeues: 1, invoked: false })
         )
         yield* queue.resolve
         // The requeued copy carries the callbacks too.
-        assert.deepStrictEqual(yield* Ref.get(log), ["seq:unavailable", "seq:resolved"])
-        assert.deepStrictEqual(yield* queue.consumeLastServedLabel, Option.some("seq"))
+        deepStrictEqual(yield* Ref.get(log), ["seq:unavailable", "seq:resolved"])
+        deepStrictEqual(yield* queue.consumeLastServedLabel, Option.some("seq"))
         // The rest of the sequence is served once, not duplicated.
-        assert.deepStrictEqual(yield* serveAll, [tool("b"), tool("c"), tool("other")])
+        deepStrictEqual(yield* serveAll, [tool("b"), tool("c"), tool("other")])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
     it.effect("repeated requeues keep the id and label and count up", () =>
@@ -419,13 +420,13 @@ describe("ToolChoiceQueue", () => {
         for (let i = 1; i <= 5; i++) {
           yield* queue.nextToolChoice
           yield* queue.reject("aborted")
-          assert.deepStrictEqual(yield* queue.inspect, ["a", "b"])
+          deepStrictEqual(yield* queue.inspect, ["a", "b"])
         }
         yield* queue.nextToolChoice
         const info = Option.getOrThrow(yield* queue.inFlight)
-        assert.deepStrictEqual([info.id, info.label, info.requeues], [id, "a", 5])
+        deepStrictEqual([info.id, info.label, info.requeues], [id, "a", 5])
         yield* queue.resolve
-        assert.deepStrictEqual(yield* serveAll, [tool("b")])
+        deepStrictEqual(yield* serveAll, [tool("b")])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
     it.effect("onRejected runs after the slot is cleared", () =>
@@ -437,7 +438,7 @@ describe("ToolChoiceQueue", () => {
         })
         yield* queue.nextToolChoice
         yield* queue.reject("error")
-        assert.deepStrictEqual(yield* Ref.get(seen), Option.some(false))
+        deepStrictEqual(yield* Ref.get(seen), Option.some(false))
       }).pipe(Effect.provide(ResolveRuntime.layer)))
   })
 
@@ -450,11 +451,11 @@ describe("ToolChoiceQueue", () => {
         yield* queue.pushOnce(tool("y"), recording(log, "y"))
         yield* queue.pushSequence([tool("x2"), tool("x3")], recording(log, "x", () => "requeue"))
         assert.strictEqual(yield* queue.removeByLabel("x"), 2)
-        assert.deepStrictEqual(yield* queue.inspect, ["y"])
-        assert.deepStrictEqual(yield* Ref.get(log), ["x:removed", "x:removed"])
+        deepStrictEqual(yield* queue.inspect, ["y"])
+        deepStrictEqual(yield* Ref.get(log), ["x:removed", "x:removed"])
         assert.strictEqual(yield* queue.removeByLabel("absent"), 0)
-        assert.deepStrictEqual(yield* Ref.get(log), ["x:removed", "x:removed"])
-        assert.deepStrictEqual(yield* serveAll, [tool("y")])
+        deepStrictEqual(yield* Ref.get(log), ["x:removed", "x:removed"])
+        deepStrictEqual(yield* serveAll, [tool("y")])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
     it.effect("rejects a matching in-flight value with \"removed\"; its requeue answer is ignored", () =>
@@ -466,8 +467,8 @@ describe("ToolChoiceQueue", () => {
         yield* queue.nextToolChoice
         assert.strictEqual(yield* queue.removeByLabel("x"), 1)
         assert.isFalse(yield* queue.hasInFlight)
-        assert.deepStrictEqual(yield* Ref.get(log), ["x:removed"])
-        assert.deepStrictEqual(yield* queue.inspect, ["y"])
+        deepStrictEqual(yield* Ref.get(log), ["x:removed"])
+        deepStrictEqual(yield* queue.inspect, ["y"])
         assert.isTrue(Option.isNone(yield* queue.consumeLastServedLabel))
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
@@ -478,12 +479,12 @@ describe("ToolChoiceQueue", () => {
         yield* queue.pushSequence([tool("x1"), tool("x2")], recording(log, "x", () => "requeue"))
         yield* queue.nextToolChoice
         yield* queue.reject("error") // x1 requeued at the head
-        assert.deepStrictEqual(yield* queue.inspect, ["x", "x"])
+        deepStrictEqual(yield* queue.inspect, ["x", "x"])
         yield* queue.nextToolChoice // x1 in flight again, rest of x queued
         assert.strictEqual(yield* queue.removeByLabel("x"), 2)
-        assert.deepStrictEqual(yield* queue.inspect, [])
+        deepStrictEqual(yield* queue.inspect, [])
         assert.isFalse(yield* queue.hasInFlight)
-        assert.deepStrictEqual(yield* Ref.get(log), ["x:error", "x:removed", "x:removed"])
+        deepStrictEqual(yield* Ref.get(log), ["x:error", "x:removed", "x:removed"])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
     it.effect("leaves an in-flight value with another label alone", () =>
@@ -495,7 +496,7 @@ describe("ToolChoiceQueue", () => {
         assert.strictEqual(yield* queue.removeByLabel("x"), 1)
         assert.strictEqual(Option.getOrThrow(yield* queue.inFlight).label, "y")
         yield* queue.resolve
-        assert.deepStrictEqual(yield* queue.consumeLastServedLabel, Option.some("y"))
+        deepStrictEqual(yield* queue.consumeLastServedLabel, Option.some("y"))
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
     it.effect("a value being rejected when its label is removed is not requeued", () =>
@@ -508,7 +509,7 @@ describe("ToolChoiceQueue", () => {
         })
         yield* queue.nextToolChoice
         yield* queue.reject("error")
-        assert.deepStrictEqual(yield* queue.inspect, [])
+        deepStrictEqual(yield* queue.inspect, [])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
   })
 
@@ -524,8 +525,8 @@ describe("ToolChoiceQueue", () => {
         yield* queue.nextToolChoice // x in flight
         yield* queue.clear
         assert.isFalse(yield* queue.hasInFlight)
-        assert.deepStrictEqual(yield* queue.inspect, [])
-        assert.deepStrictEqual(yield* Ref.get(log), ["x:cleared", "y:cleared"])
+        deepStrictEqual(yield* queue.inspect, [])
+        deepStrictEqual(yield* Ref.get(log), ["x:cleared", "y:cleared"])
         assert.isTrue(Option.isNone(yield* queue.consumeLastServedLabel))
         assert.isTrue(Option.isNone(yield* queue.nextToolChoice))
       }).pipe(Effect.provide(ResolveRuntime.layer)))
@@ -536,9 +537,9 @@ describe("ToolChoiceQueue", () => {
         yield* queue.pushOnce(tool("x"), { label: "x", onRejected: () => Effect.succeed("requeue") })
         yield* queue.nextToolChoice
         yield* queue.reject("aborted")
-        assert.deepStrictEqual(yield* queue.inspect, ["x"])
+        deepStrictEqual(yield* queue.inspect, ["x"])
         yield* queue.clear
-        assert.deepStrictEqual(yield* queue.inspect, [])
+        deepStrictEqual(yield* queue.inspect, [])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
     it.effect("a value being rejected when the queue is cleared is not requeued", () =>
@@ -551,7 +552,7 @@ describe("ToolChoiceQueue", () => {
         })
         yield* queue.nextToolChoice
         yield* queue.reject("error")
-        assert.deepStrictEqual(yield* queue.inspect, [])
+        deepStrictEqual(yield* queue.inspect, [])
         assert.isTrue(Option.isNone(yield* queue.nextToolChoice))
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
@@ -561,8 +562,8 @@ describe("ToolChoiceQueue", () => {
         yield* queue.pushOnce("auto", { label: "old" })
         yield* queue.clear
         yield* queue.pushOnce(tool("new"), { label: "new" })
-        assert.deepStrictEqual(yield* serveAll, [tool("new")])
-        assert.deepStrictEqual(yield* queue.consumeLastServedLabel, Option.some("new"))
+        deepStrictEqual(yield* serveAll, [tool("new")])
+        deepStrictEqual(yield* queue.consumeLastServedLabel, Option.some("new"))
       }).pipe(Effect.provide(ResolveRuntime.layer)))
   })
 
@@ -574,13 +575,13 @@ describe("ToolChoiceQueue", () => {
         yield* queue.pushOnce("auto", { label: "t2" })
         yield* queue.pushOnce("auto", { label: "n1", now: true, onRejected: () => Effect.succeed("requeue") })
         yield* queue.pushOnce("auto", { label: "n2", now: true })
-        assert.deepStrictEqual(yield* queue.inspect, ["n2", "n1", "t1", "t2"])
+        deepStrictEqual(yield* queue.inspect, ["n2", "n1", "t1", "t2"])
         yield* turn // n2
         yield* queue.nextToolChoice // n1
-        assert.deepStrictEqual(yield* queue.inspect, ["t1", "t2"])
+        deepStrictEqual(yield* queue.inspect, ["t1", "t2"])
         yield* queue.reject("error")
         yield* queue.pushOnce("auto", { label: "t3" })
-        assert.deepStrictEqual(yield* queue.inspect, ["n1", "t1", "t2", "t3"])
+        deepStrictEqual(yield* queue.inspect, ["n1", "t1", "t2", "t3"])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
   })
 
@@ -598,10 +599,10 @@ describe("ToolChoiceQueue", () => {
             Effect.as(queue.pushOnce(tool("from-rejected"), { label: "from-rejected", now: true }), "drop")
         })
         yield* turn // a: pushes from-resolved at the tail
-        assert.deepStrictEqual(yield* queue.inspect, ["b", "from-resolved"])
+        deepStrictEqual(yield* queue.inspect, ["b", "from-resolved"])
         yield* queue.nextToolChoice
         yield* queue.reject("error") // b: pushes from-rejected at the head
-        assert.deepStrictEqual(yield* queue.inspect, ["from-rejected", "from-resolved"])
+        deepStrictEqual(yield* queue.inspect, ["from-rejected", "from-resolved"])
         yield* queue.pushOnce(tool("c"), { label: "c", now: true, onResolved: queue.clear })
         yield* queue.pushOnce(tool("d"), {
           label: "d",
@@ -612,7 +613,7 @@ describe("ToolChoiceQueue", () => {
           })
         })
         yield* turn
-        assert.deepStrictEqual(yield* queue.inspect, [])
+        deepStrictEqual(yield* queue.inspect, [])
         assert.isFalse(yield* queue.hasInFlight)
         assert.isTrue(Option.isNone(yield* queue.consumeLastServedLabel))
       }).pipe(Effect.provide(ResolveRuntime.layer)))
@@ -635,22 +636,22 @@ describe("ToolChoiceQueue", () => {
         yield* queue.pushOnce(tool("d"), { label: "d", onRejected: () => Effect.dieMessage("died") })
         yield* queue.pushOnce(tool("e"), { label: "e" })
         yield* turn
-        assert.deepStrictEqual(yield* queue.consumeLastServedLabel, Option.some("a"))
+        deepStrictEqual(yield* queue.consumeLastServedLabel, Option.some("a"))
         for (let i = 0; i < 3; i++) {
           yield* queue.nextToolChoice
           yield* queue.reject("error")
           assert.isFalse(yield* queue.hasInFlight)
         }
         // Failed decisions count as drop: nothing was requeued.
-        assert.deepStrictEqual(yield* queue.inspect, ["e"])
+        deepStrictEqual(yield* queue.inspect, ["e"])
         yield* queue.pushOnce(tool("f"), { label: "f", onRejected: () => Effect.dieMessage("died again") })
         assert.strictEqual(yield* queue.removeByLabel("f"), 1)
         yield* queue.pushOnce(tool("g"), { label: "g", onRejected: () => Effect.dieMessage("and again") })
         yield* queue.nextToolChoice
         yield* queue.clear
-        assert.deepStrictEqual(yield* queue.inspect, [])
+        deepStrictEqual(yield* queue.inspect, [])
         yield* queue.pushOnce(tool("h"), { label: "h" })
-        assert.deepStrictEqual(yield* serveAll, [tool("h")])
+        deepStrictEqual(yield* serveAll, [tool("h")])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
   })
 
@@ -701,7 +702,7 @@ describe("ToolChoiceQueue", () => {
         const labels = yield* Ref.get(settled)
         assert.strictEqual(labels.length, 100)
         assert.strictEqual(new Set(labels).size, 100)
-        assert.deepStrictEqual(yield* queue.inspect, [])
+        deepStrictEqual(yield* queue.inspect, [])
         assert.isFalse(yield* queue.hasInFlight)
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
@@ -723,7 +724,7 @@ describe("ToolChoiceQueue", () => {
           { concurrency: "unbounded" }
         )
         yield* queue.clear
-        assert.deepStrictEqual(yield* queue.inspect, [])
+        deepStrictEqual(yield* queue.inspect, [])
         assert.isFalse(yield* queue.hasInFlight)
         assert.isTrue(Option.isNone(yield* queue.nextToolChoice))
       }).pipe(Effect.provide(ResolveRuntime.layer)))
@@ -738,7 +739,7 @@ describe("ToolChoiceQueue", () => {
         const other = yield* Effect.flatMap(ToolChoiceQueue, (q) => q.inspect).pipe(
           Effect.provide(ResolveRuntime.layer)
         )
-        assert.deepStrictEqual(other, [])
+        deepStrictEqual(other, [])
       }))
   })
 })

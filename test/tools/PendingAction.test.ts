@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { deepStrictEqual } from "@effect/vitest/utils"
 import { Context, Deferred, Effect, Fiber, Layer, Option, Ref } from "effect"
 import {
   NoPendingAction,
@@ -58,7 +59,7 @@ describe("queueResolveHandler (§5)", () => {
       yield* queueResolveHandler({ label: "Edit: 1 file", sourceToolName: "edit", apply: succeedWith("ok") }).pipe(
         Effect.provide(observedSession(log))
       )
-      assert.deepStrictEqual(yield* Ref.get(log), [
+      deepStrictEqual(yield* Ref.get(log), [
         "push pending-action:edit",
         "steer resolve-reminder (queued: pending-action:edit)"
       ])
@@ -76,12 +77,12 @@ describe("queueResolveHandler (§5)", () => {
       assert.strictEqual(handle.label, "AST Edit: 2 replacements in 1 file")
       assert.strictEqual(handle.sourceToolName, "ast_edit")
       assert.strictEqual(PendingAction.directiveLabel("ast_edit"), "pending-action:ast_edit")
-      assert.deepStrictEqual(yield* queue.inspect, ["pending-action:ast_edit", "earlier"])
-      assert.deepStrictEqual(yield* queue.nextToolChoice, resolveChoice)
+      deepStrictEqual(yield* queue.inspect, ["pending-action:ast_edit", "earlier"])
+      deepStrictEqual(yield* queue.nextToolChoice, resolveChoice)
       const info = Option.getOrThrow(yield* queue.inFlight)
-      assert.deepStrictEqual([info.id, info.label, info.requeues], [handle.id, "pending-action:ast_edit", 0])
+      deepStrictEqual([info.id, info.label, info.requeues], [handle.id, "pending-action:ast_edit", 0])
       // One-shot: nothing of it stays queued.
-      assert.deepStrictEqual(yield* queue.inspect, ["earlier"])
+      deepStrictEqual(yield* queue.inspect, ["earlier"])
       assert.isTrue(Option.isSome(yield* queue.peekInFlightInvoker))
     }).pipe(Effect.provide(ResolveRuntime.layer)))
 
@@ -90,10 +91,10 @@ describe("queueResolveHandler (§5)", () => {
       const bus = yield* SteeringBus
       yield* queueResolveHandler({ label: "Plan", sourceToolName: "exit_plan_mode", apply: succeedWith("ok") })
       const [reminder, ...rest] = yield* bus.drain
-      assert.deepStrictEqual(rest, [])
+      deepStrictEqual(rest, [])
       assert.strictEqual(reminder!.customType, "resolve-reminder")
       assert.strictEqual(reminder!.content, SteeringMessage.resolveReminderText)
-      assert.deepStrictEqual(reminder!.details, { toolName: "exit_plan_mode" })
+      deepStrictEqual(reminder!.details, { toolName: "exit_plan_mode" })
       assert.isFalse(reminder!.display)
       assert.strictEqual(reminder!.attribution, "agent")
     }).pipe(Effect.provide(ResolveRuntime.layer)))
@@ -121,17 +122,17 @@ describe("queueResolveHandler (§5)", () => {
       const a = yield* stage("a")
       const b = yield* stage("b")
       const c = yield* stage("c")
-      assert.deepStrictEqual(yield* queue.inspect, ["pending-action:c", "pending-action:b", "pending-action:a"])
+      deepStrictEqual(yield* queue.inspect, ["pending-action:c", "pending-action:b", "pending-action:a"])
       const order: Array<string> = []
       for (const expected of [c, b, a]) {
-        assert.deepStrictEqual(yield* queue.nextToolChoice, resolveChoice)
+        deepStrictEqual(yield* queue.nextToolChoice, resolveChoice)
         assert.strictEqual(Option.getOrThrow(yield* queue.inFlight).id, expected.id)
         const result = yield* ResolveTool.execute({ action: "apply", reason: "ok" })
         order.push(ToolResult.textOf(result))
         yield* queue.resolve
       }
-      assert.deepStrictEqual(order, ["applied c", "applied b", "applied a"])
-      assert.deepStrictEqual(yield* Ref.get(applied), ["c", "b", "a"])
+      deepStrictEqual(order, ["applied c", "applied b", "applied a"])
+      deepStrictEqual(yield* Ref.get(applied), ["c", "b", "a"])
       for (const handle of [a, b, c]) assert.strictEqual(yield* handle.status, "applied")
       assert.isTrue(Option.isNone(yield* queue.nextToolChoice))
     }).pipe(Effect.provide(ResolveRuntime.layer)))
@@ -144,13 +145,13 @@ describe("queueResolveHandler (§5)", () => {
         yield* queue.nextToolChoice
         yield* queue.resolve // answered with text: not invoked
         assert.strictEqual(yield* handle.status, "pending")
-        assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
       }
       yield* queue.nextToolChoice
       assert.strictEqual(Option.getOrThrow(yield* queue.inFlight).requeues, 3)
       yield* ResolveTool.execute({ action: "apply", reason: "ok" })
       yield* queue.resolve
-      assert.deepStrictEqual(yield* queue.inspect, [])
+      deepStrictEqual(yield* queue.inspect, [])
     }).pipe(Effect.provide(ResolveRuntime.layer)))
 
   it.effect("is requeued on every rejection while pending", () =>
@@ -161,7 +162,7 @@ describe("queueResolveHandler (§5)", () => {
       for (const reason of reasons) {
         yield* queue.nextToolChoice
         yield* queue.reject(reason)
-        assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"], reason)
+        deepStrictEqual(yield* queue.inspect, ["pending-action:edit"], reason)
       }
       assert.strictEqual(yield* handle.status, "pending")
     }).pipe(Effect.provide(ResolveRuntime.layer)))
@@ -210,7 +211,7 @@ describe("queueResolveHandler (§5)", () => {
         const removed = yield* queueResolveHandler({ label: "D", sourceToolName: "d", apply: succeedWith("ok") })
         assert.strictEqual(yield* queue.removeByLabel("pending-action:d"), 1)
         assert.strictEqual(yield* removed.status, "cleared")
-        assert.deepStrictEqual(yield* queue.inspect, [])
+        deepStrictEqual(yield* queue.inspect, [])
         // A cleared action cannot be resolved.
         assert.instanceOf(yield* Effect.flip(ResolveTool.execute({ action: "apply", reason: "r" })), NoPendingAction)
       }).pipe(Effect.provide(ResolveRuntime.layer)))
@@ -239,9 +240,9 @@ describe("queueResolveHandler (§5)", () => {
         yield* Fiber.join(fiber)
         assert.strictEqual(yield* handle.status, "cleared")
         // No reminder for an action that is no longer pending.
-        assert.deepStrictEqual(yield* bus.pending, [])
+        deepStrictEqual(yield* bus.pending, [])
         yield* queue.resolve
-        assert.deepStrictEqual(yield* queue.inspect, [])
+        deepStrictEqual(yield* queue.inspect, [])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
     it.effect("cleared while apply runs: a successful apply still counts as applied", () =>
@@ -299,7 +300,7 @@ describe("queueResolveHandler (§5)", () => {
         yield* standing.set((call) => PendingAction.runResolveInvocation(spec, call))
         const applied = yield* ResolveTool.execute({ action: "apply", reason: "ok", extra: { title: "p" } })
         assert.strictEqual(ToolResult.textOf(applied), "approved p")
-        assert.deepStrictEqual(applied.details, {
+        deepStrictEqual(applied.details, {
           action: "apply",
           reason: "ok",
           extra: { title: "p" },
@@ -314,7 +315,7 @@ describe("queueResolveHandler (§5)", () => {
 
     it("withResolveDetails keeps the content and omits absent fields", () => {
       const merged = PendingAction.withResolveDetails(ToolResult.text("t"), { action: "apply", reason: "r" })
-      assert.deepStrictEqual(merged, {
+      deepStrictEqual(merged, {
         content: [{ type: "text", text: "t" }],
         details: { action: "apply", reason: "r" }
       })

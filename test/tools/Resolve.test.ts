@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { deepStrictEqual } from "@effect/vitest/utils"
 import { Cause, Deferred, Effect, Either, Fiber, Option, Ref } from "effect"
 import {
   ApplyFailed,
@@ -29,7 +30,7 @@ const stageAndServe = (spec: Spec) =>
   Effect.gen(function*() {
     const queue = yield* ToolChoiceQueue
     const handle = yield* queueResolveHandler(spec)
-    assert.deepStrictEqual(yield* queue.nextToolChoice, Option.some(ToolChoice.forceTool("resolve")))
+    deepStrictEqual(yield* queue.nextToolChoice, Option.some(ToolChoice.forceTool("resolve")))
     return handle
   })
 
@@ -64,7 +65,7 @@ describe("resolve", () => {
         ...edit,
         apply: () => Effect.sync(() => (applied++, ToolResult.text("done")))
       })
-      assert.deepStrictEqual(yield* queue.nextToolChoice, Option.some({ type: "tool" as const, name: "resolve" }))
+      deepStrictEqual(yield* queue.nextToolChoice, Option.some({ type: "tool" as const, name: "resolve" }))
       const result = yield* ResolveTool.execute({ action: "apply", reason: "ok" })
       assert.strictEqual(ToolResult.textOf(result), "done")
       assert.strictEqual(applied, 1)
@@ -74,8 +75,8 @@ describe("resolve", () => {
       assert.match(again.message, /already applied/)
       assert.strictEqual(applied, 1)
       yield* queue.resolve
-      assert.deepStrictEqual(yield* queue.consumeLastServedLabel, Option.some("pending-action:edit"))
-      assert.deepStrictEqual(yield* queue.inspect, [])
+      deepStrictEqual(yield* queue.consumeLastServedLabel, Option.some("pending-action:edit"))
+      deepStrictEqual(yield* queue.inspect, [])
     }).pipe(Effect.provide(ResolveRuntime.layer)))
 
   describe("lookup (§6.1)", () => {
@@ -105,7 +106,7 @@ describe("resolve", () => {
         const result = yield* ResolveTool.execute({ action: "discard", reason: "stale", extra: { k: 1 } })
         assert.strictEqual(ToolResult.textOf(result), "Nothing to discard; no pending action remains.")
         assert.strictEqual(nothingToDiscardText, "Nothing to discard; no pending action remains.")
-        assert.deepStrictEqual(result.details, { action: "discard", reason: "stale", extra: { k: 1 } })
+        deepStrictEqual(result.details, { action: "discard", reason: "stale", extra: { k: 1 } })
         // An apply with nothing pending still fails.
         assert.instanceOf(yield* Effect.flip(ResolveTool.execute({ action: "apply", reason: "r" })), NoPendingAction)
       }).pipe(
@@ -135,9 +136,9 @@ describe("resolve", () => {
             Effect.as(Ref.set(seen, Option.some([reason, extra])), ToolResult.text("Applied.", { files: 1 }))
         })
         const result = yield* ResolveTool.execute({ action: "apply", reason: "Matches.", extra: { title: "t" } })
-        assert.deepStrictEqual(yield* Ref.get(seen), Option.some(["Matches.", { title: "t" }] as [string, unknown]))
+        deepStrictEqual(yield* Ref.get(seen), Option.some(["Matches.", { title: "t" }] as [string, unknown]))
         assert.strictEqual(ToolResult.textOf(result), "Applied.")
-        assert.deepStrictEqual(result.details, {
+        deepStrictEqual(result.details, {
           action: "apply",
           reason: "Matches.",
           extra: { title: "t" },
@@ -155,9 +156,9 @@ describe("resolve", () => {
           apply: (_reason, extra) => Effect.as(Ref.set(seen, extra), ToolResult.text("Applied."))
         })
         const result = yield* ResolveTool.execute({ action: "apply", reason: "ok" })
-        assert.deepStrictEqual(yield* Ref.get(seen), {})
+        deepStrictEqual(yield* Ref.get(seen), {})
         const details = detailsOf(result)
-        assert.deepStrictEqual(details, { action: "apply", reason: "ok", sourceToolName: "edit", label: edit.label })
+        deepStrictEqual(details, { action: "apply", reason: "ok", sourceToolName: "edit", label: edit.label })
         assert.isFalse("extra" in details)
         assert.isFalse("sourceResultDetails" in details)
       }).pipe(Effect.provide(ResolveRuntime.layer)))
@@ -250,19 +251,19 @@ describe("resolve", () => {
         assert.strictEqual(yield* handle.status, "pending")
         const reminders = yield* bus.pending
         assert.strictEqual(reminders.length, 1)
-        assert.deepStrictEqual(reminders[0]!.details, { toolName: "edit" })
+        deepStrictEqual(reminders[0]!.details, { toolName: "edit" })
         yield* queue.resolve // the turn ends: not invoked successfully, so requeued at the head
-        assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
-        assert.deepStrictEqual(yield* queue.nextToolChoice, Option.some(ToolChoice.forceTool("resolve")))
+        deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        deepStrictEqual(yield* queue.nextToolChoice, Option.some(ToolChoice.forceTool("resolve")))
         const info = Option.getOrThrow(yield* queue.inFlight)
-        assert.deepStrictEqual([info.id, info.requeues], [handle.id, 1])
+        deepStrictEqual([info.id, info.requeues], [handle.id, 1])
         assert.strictEqual(
           ToolResult.textOf(yield* ResolveTool.execute({ action: "apply", reason: "retry" })),
           "applied"
         )
         assert.strictEqual(yield* handle.status, "applied")
         yield* queue.resolve
-        assert.deepStrictEqual(yield* queue.inspect, [])
+        deepStrictEqual(yield* queue.inspect, [])
         assert.strictEqual(yield* Ref.get(attempts), 2)
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
@@ -275,7 +276,7 @@ describe("resolve", () => {
         assert.strictEqual(ToolResult.textOf(result), `Discarded: ${edit.label}. Reason: give up`)
         assert.strictEqual(yield* handle.status, "discarded")
         yield* queue.resolve
-        assert.deepStrictEqual(yield* queue.inspect, [])
+        deepStrictEqual(yield* queue.inspect, [])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
   })
 
@@ -289,7 +290,7 @@ describe("resolve", () => {
         })
         const result = yield* ResolveTool.execute({ action: "discard", reason: "Too broad." })
         assert.strictEqual(ToolResult.textOf(result), "Discarded: Edit: 1 replacement in 1 file. Reason: Too broad.")
-        assert.deepStrictEqual(result.details, {
+        deepStrictEqual(result.details, {
           action: "discard",
           reason: "Too broad.",
           sourceToolName: "edit",
@@ -325,7 +326,7 @@ describe("resolve", () => {
         })
         const some = yield* ResolveTool.execute({ action: "discard", reason: "bad", extra: { title: "p" } })
         assert.strictEqual(ToolResult.textOf(some), "Plan rejected; revise it.")
-        assert.deepStrictEqual(some.details, {
+        deepStrictEqual(some.details, {
           action: "discard",
           reason: "bad",
           extra: { title: "p" },
@@ -333,7 +334,7 @@ describe("resolve", () => {
           label: "Plan: refactor",
           sourceResultDetails: { revised: false }
         })
-        assert.deepStrictEqual(yield* Ref.get(calls), [["no", {}], ["bad", { title: "p" }]])
+        deepStrictEqual(yield* Ref.get(calls), [["no", {}], ["bad", { title: "p" }]])
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
     it.effect("a failing reject propagates unwrapped and the action stays pending", () =>
@@ -450,8 +451,8 @@ describe("resolve", () => {
         yield* Deferred.await(started)
         yield* Fiber.interrupt(fiber)
         yield* queue.reject("aborted")
-        assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
-        assert.deepStrictEqual(yield* queue.nextToolChoice, Option.some(ToolChoice.forceTool("resolve")))
+        deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        deepStrictEqual(yield* queue.nextToolChoice, Option.some(ToolChoice.forceTool("resolve")))
         assert.strictEqual(Option.getOrThrow(yield* queue.inFlight).id, handle.id)
         assert.strictEqual(yield* handle.status, "pending")
       }).pipe(Effect.provide(ResolveRuntime.layer)))
@@ -479,7 +480,7 @@ describe("resolve", () => {
         assert.instanceOf(again, NoPendingAction)
         yield* queue.reject("aborted")
         // Not requeued: nothing is pending any more.
-        assert.deepStrictEqual(yield* queue.inspect, [])
+        deepStrictEqual(yield* queue.inspect, [])
         assert.isTrue(Option.isNone(yield* queue.nextToolChoice))
         assert.strictEqual(yield* Ref.get(writes), 1)
       }).pipe(Effect.provide(ResolveRuntime.layer)))
@@ -507,7 +508,7 @@ describe("resolve", () => {
         const interrupting = yield* Effect.fork(Fiber.interrupt(fiber))
         yield* Deferred.succeed(release, void 0)
         yield* Fiber.join(interrupting)
-        assert.deepStrictEqual(yield* Ref.get(writes), ["first half", "second half"])
+        deepStrictEqual(yield* Ref.get(writes), ["first half", "second half"])
         assert.strictEqual(yield* handle.status, "applied")
       }).pipe(Effect.provide(ResolveRuntime.layer)))
   })
@@ -535,7 +536,7 @@ describe("resolve", () => {
           assert.include(error.message, `Invalid resolve parameters: ${field}: `)
           assert.include(error.message, "\"action\": \"apply\" | \"discard\"")
           assert.isBelow(error.message.length, 400)
-          assert.deepStrictEqual(yield* snapshot(handle), before)
+          deepStrictEqual(yield* snapshot(handle), before)
           assert.strictEqual(yield* Ref.get(calls), 0)
           assert.isUndefined(({} as Record<string, unknown>)["polluted"])
           // The preview is still resolvable.
@@ -548,11 +549,11 @@ describe("resolve", () => {
 
     it.effect("valid input decodes to exactly the three fields", () =>
       Effect.gen(function*() {
-        assert.deepStrictEqual(
+        deepStrictEqual(
           yield* decodeResolveParams({ action: "apply", reason: "ok", extra: { title: "t", list: [1, { a: null }] } }),
           { action: "apply", reason: "ok", extra: { title: "t", list: [1, { a: null }] } }
         )
-        assert.deepStrictEqual(yield* decodeResolveParams({ action: "discard", reason: "no" }), {
+        deepStrictEqual(yield* decodeResolveParams({ action: "discard", reason: "no" }), {
           action: "discard",
           reason: "no"
         })

@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { deepStrictEqual } from "@effect/vitest/utils"
 import { Effect } from "effect"
 import {
   ResolveRuntime,
@@ -42,14 +43,14 @@ describe("ResolveTool (§6)", () => {
   it("has JSON Schema parameters: required exactly [action, reason], no additional properties", () => {
     const schema = ResolveTool.parameters as any
     assert.strictEqual(schema.type, "object")
-    assert.deepStrictEqual(schema.required, ["action", "reason"])
+    deepStrictEqual(schema.required, ["action", "reason"])
     assert.isFalse(schema.additionalProperties)
-    assert.deepStrictEqual(Object.keys(schema.properties).sort(), ["action", "extra", "reason"])
-    assert.deepStrictEqual([...schema.properties.action.enum].sort(), ["apply", "discard"])
+    deepStrictEqual(Object.keys(schema.properties).sort(), ["action", "extra", "reason"])
+    deepStrictEqual([...schema.properties.action.enum].sort(), ["apply", "discard"])
     assert.strictEqual(schema.properties.reason.type, "string")
     assert.strictEqual(schema.properties.extra.type, "object")
     // Plain JSON: what a provider receives.
-    assert.deepStrictEqual(JSON.parse(JSON.stringify(schema)), schema)
+    deepStrictEqual(JSON.parse(JSON.stringify(schema)), schema)
   })
 
   it.effect("execute decodes untrusted input and runs resolve", () =>
@@ -65,26 +66,26 @@ describe("toolsFor", () => {
   it.effect("returns the requested tools in order with resolve appended last", () =>
     Effect.gen(function*() {
       const tools = yield* toolsFor(["grep", "read"], available)
-      assert.deepStrictEqual(tools.map((t) => t.name), ["grep", "read", "resolve"])
+      deepStrictEqual(tools.map((t) => t.name), ["grep", "read", "resolve"])
       assert.strictEqual(tools[2], ResolveTool)
     }))
 
   it.effect("filters resolve out of the request and still appends it exactly once, last", () =>
     Effect.gen(function*() {
       const tools = yield* toolsFor(["resolve", "edit", "resolve", "read"], available)
-      assert.deepStrictEqual(tools.map((t) => t.name), ["edit", "read", "resolve"])
+      deepStrictEqual(tools.map((t) => t.name), ["edit", "read", "resolve"])
     }))
 
   it.effect("appends resolve even when nothing is requested or available", () =>
     Effect.gen(function*() {
-      assert.deepStrictEqual((yield* toolsFor([], [])).map((t) => t.name), ["resolve"])
-      assert.deepStrictEqual((yield* toolsFor(["resolve"], [read])).map((t) => t.name), ["resolve"])
+      deepStrictEqual((yield* toolsFor([], [])).map((t) => t.name), ["resolve"])
+      deepStrictEqual((yield* toolsFor(["resolve"], [read])).map((t) => t.name), ["resolve"])
     }))
 
   it.effect("lists a duplicated name once and never selects hidden tools by name", () =>
     Effect.gen(function*() {
       const tools = yield* toolsFor(["read", "secret", "read"], available)
-      assert.deepStrictEqual(tools.map((t) => t.name), ["read", "resolve"])
+      deepStrictEqual(tools.map((t) => t.name), ["read", "resolve"])
     }))
 
   it.effect("an unknown name fails with UnknownTool listing what is available", () =>
@@ -92,7 +93,7 @@ describe("toolsFor", () => {
       const error = yield* Effect.flip(toolsFor(["read", "wirte"], available))
       assert.instanceOf(error, UnknownTool)
       assert.strictEqual(error.name, "wirte")
-      assert.deepStrictEqual(error.available, ["read", "edit", "grep", "secret"])
+      deepStrictEqual(error.available, ["read", "edit", "grep", "secret"])
       assert.strictEqual(error.message, "Unknown tool \"wirte\". Available tools: read, edit, grep, secret.")
       const none = yield* Effect.flip(toolsFor(["x"], []))
       assert.strictEqual(none.message, "Unknown tool \"x\". Available tools: (none).")
@@ -101,6 +102,6 @@ describe("toolsFor", () => {
   it.effect("selectTools appends its own always-tools", () =>
     Effect.gen(function*() {
       const tools = yield* selectTools(["edit", "grep"], [read, edit, grep], [read])
-      assert.deepStrictEqual(tools.map((t) => t.name), ["edit", "grep", "read"])
+      deepStrictEqual(tools.map((t) => t.name), ["edit", "grep", "read"])
     }))
 })
