@@ -4,8 +4,10 @@
  * a run completes before k. After each run the action is either applied once with both of its writes done, or
  * still pending with nothing written — and the next forced turn then applies it exactly once.
  */
+// node's strict deepStrictEqual: chai's treats Option.none() as equal to Option.some(x).
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, FiberId, Option, Ref, RuntimeFlags, RuntimeFlagsPatch, Supervisor } from "effect"
+import { deepStrictEqual } from "node:assert/strict"
 import {
   PendingAction,
   queueResolveHandler,
@@ -103,7 +105,7 @@ describe("interruption at every yield point of resolve", () => {
                 if (r.status === "pending") {
                   // The next forced turn resolves it, once.
                   const queue = yield* ToolChoiceQueue
-                  assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"], `k=${k}`)
+                  deepStrictEqual(yield* queue.inspect, ["pending-action:edit"], `k=${k}`)
                   yield* queue.nextToolChoice
                   yield* ResolveTool.execute({ action, reason: "retry" })
                   yield* queue.resolve
@@ -131,7 +133,7 @@ describe("interruption at every yield point of resolve", () => {
         const r = yield* Effect.provide(runInterruptedAt(k, "apply"), ResolveRuntime.layer)
         if (Exit.isFailure(r.exit) && r.status === "applied") {
           seen++
-          assert.deepStrictEqual(r.files, { a: "new a", b: "new b" })
+          deepStrictEqual(r.files, { a: "new a", b: "new b" })
         }
       }
       assert.isAbove(seen, 0, "no interruption landed inside the commit")

@@ -4,8 +4,10 @@
  * middle of every operation. Invariants: no staged action is applied twice or lost, every action ends exactly once, and the run
  * finishes within a bound (no deadlock).
  */
+// node's strict deepStrictEqual: chai's treats Option.none() as equal to Option.some(x).
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Option, Random, Ref } from "effect"
+import { deepStrictEqual } from "node:assert/strict"
 import {
   PendingAction,
   queueResolveHandler,
@@ -62,7 +64,7 @@ const checkEndsOnce = (
       assert.isAtMost(n, 1, `${h.label} applied ${n} times`)
       assert.strictEqual(n === 1, status === "applied", `${h.label}: ${status} with ${n} applies`)
     }
-    assert.deepStrictEqual(yield* queue.inspect, [])
+    deepStrictEqual(yield* queue.inspect, [])
   })
 
 describe("concurrency", () => {
@@ -166,7 +168,7 @@ describe("concurrency", () => {
           queue.resolve :
           queue.reject("unavailable"), { concurrency: "unbounded", discard: true }).pipe(interleaved)
       yield* queue.clear
-      assert.deepStrictEqual(yield* queue.inspect, [])
+      deepStrictEqual(yield* queue.inspect, [])
       assert.isFalse(yield* queue.hasInFlight)
     }).pipe(Effect.timeout(bound), Effect.provide(ResolveRuntime.layer)))
 })

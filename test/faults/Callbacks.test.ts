@@ -3,8 +3,10 @@
  * action's `reject`, and steering. The queue stays consistent and the error is reported — logged for queue
  * callbacks, returned to the caller for `apply`/`reject`.
  */
+// node's strict deepStrictEqual: chai's treats Option.none() as equal to Option.some(x).
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Fiber, Layer, Logger, Option, Ref, Stream } from "effect"
+import { deepStrictEqual } from "node:assert/strict"
 import {
   queueResolveHandler,
   ResolveRuntime,
@@ -49,9 +51,9 @@ describe("queue callbacks that fail or die", () => {
           yield* queue.resolve
           assert.lengthOf(yield* Ref.get(logged), 1)
           assert.include((yield* Ref.get(logged))[0], "onResolved")
-          assert.deepStrictEqual(yield* queue.consumeLastServedLabel, Option.some("bad"))
+          deepStrictEqual(yield* queue.consumeLastServedLabel, Option.some("bad"))
           assert.isFalse(yield* queue.hasInFlight)
-          assert.deepStrictEqual(yield* queue.nextToolChoice, Option.some<"auto">("auto"))
+          deepStrictEqual(yield* queue.nextToolChoice, Option.some<"auto">("auto"))
         })
       ))
 
@@ -65,14 +67,14 @@ describe("queue callbacks that fail or die", () => {
           yield* queue.reject("unavailable")
           assert.lengthOf(yield* Ref.get(logged), 1)
           assert.include((yield* Ref.get(logged))[0], "onRejected")
-          assert.deepStrictEqual(yield* queue.inspect, ["next"])
+          deepStrictEqual(yield* queue.inspect, ["next"])
           // clear and removeByLabel report the same way.
           yield* queue.pushOnce("none", { label: "bad2", onRejected: () => bad })
           yield* queue.pushOnce("none", { label: "bad3", onRejected: () => bad })
           assert.strictEqual(yield* queue.removeByLabel("bad2"), 1)
           yield* queue.clear
           assert.lengthOf(yield* Ref.get(logged), 3)
-          assert.deepStrictEqual(yield* queue.inspect, [])
+          deepStrictEqual(yield* queue.inspect, [])
         })
       ))
   }
@@ -90,7 +92,7 @@ describe("queue callbacks that fail or die", () => {
         yield* queue.nextToolChoice
         yield* queue.reject("aborted")
         assert.lengthOf(yield* Ref.get(logged), 1)
-        assert.deepStrictEqual(yield* queue.inspect, [])
+        deepStrictEqual(yield* queue.inspect, [])
       })
     ))
 
@@ -108,8 +110,8 @@ describe("queue callbacks that fail or die", () => {
         const exit = yield* Effect.exit(ResolveTool.execute({ action: "apply", reason: "go" }))
         assert.isTrue(Exit.isFailure(exit) && Cause.isDie(exit.cause))
         yield* queue.resolve
-        assert.deepStrictEqual(reasons, ["not_invoked"])
-        assert.deepStrictEqual(yield* queue.inspect, ["p"])
+        deepStrictEqual(reasons, ["not_invoked"])
+        deepStrictEqual(yield* queue.inspect, ["p"])
       })
     ))
 })
@@ -133,11 +135,11 @@ describe("pending-action callbacks that fail or die", () => {
         yield* bus.drain
         yield* queue.nextToolChoice
         const exit = yield* Effect.exit(ResolveTool.execute({ action: "discard", reason: "no" }))
-        assert.deepStrictEqual(exit, Exit.fail(new ToolError({ message: "could not restore the backup" })))
+        deepStrictEqual(exit, Exit.fail(new ToolError({ message: "could not restore the backup" })))
         assert.strictEqual(yield* handle.status, "pending")
         assert.lengthOf(yield* bus.drain, 1, "the reminder is steered again")
         yield* queue.resolve
-        assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
         fail = false
         yield* queue.nextToolChoice
         const result = yield* ResolveTool.execute({ action: "discard", reason: "no" })
@@ -245,7 +247,7 @@ describe("steering faults", () => {
         })
         yield* Effect.yieldNow()
         assert.lengthOf(yield* bus.pending, 2)
-        assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit", "pending-action:edit"])
+        deepStrictEqual(yield* queue.inspect, ["pending-action:edit", "pending-action:edit"])
         const observed = yield* Fiber.await(observer).pipe(Effect.timeout("5 seconds"))
         assert.isTrue(Exit.isFailure(observed) && Cause.isDie(observed.cause), "the observer's own failure is its own")
       }).pipe(Effect.scoped)
@@ -261,7 +263,7 @@ describe("steering faults", () => {
       }))
       assert.isTrue(Exit.isFailure(exit) && Cause.isDie(exit.cause))
       // Push first, steer second: the directive is queued, so the action is not lost.
-      assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+      deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
       yield* queue.nextToolChoice
       const result = yield* ResolveTool.execute({ action: "apply", reason: "go" })
       assert.strictEqual(ToolResult.textOf(result), "applied")

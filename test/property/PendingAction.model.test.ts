@@ -10,8 +10,10 @@
  *
  * Quick budget by default; `LONG=1` (`npm run test:long`) runs at least 20 000 sequences.
  */
+// node's strict deepStrictEqual: chai's treats Option.none() as equal to Option.some(x).
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, FastCheck as fc, Fiber, Layer, Logger, ManagedRuntime, Option } from "effect"
+import { deepStrictEqual } from "node:assert/strict"
 import {
   PendingAction,
   queueResolveHandler,
@@ -156,9 +158,9 @@ const check = async (model: Model, real: Real) => {
       reminders: (yield* bus.pending).length
     }
   }))
-  assert.deepStrictEqual(snapshot.statuses, model.actions.map((a) => a.status))
-  assert.deepStrictEqual(snapshot.inspect, model.m.inspect())
-  assert.deepStrictEqual(
+  deepStrictEqual(snapshot.statuses, model.actions.map((a) => a.status))
+  deepStrictEqual(snapshot.inspect, model.m.inspect())
+  deepStrictEqual(
     Option.getOrUndefined(snapshot.inFlight),
     model.m.inFlight === undefined ? undefined : [model.m.inFlight.directive.id, model.m.inFlight.invoked]
   )
@@ -436,7 +438,7 @@ describe("pending actions against the reference model", () => {
       new ResolveCmd("discard", "ok"),
       new EndTurnCmd()
     ])
-    assert.deepStrictEqual(model.actions.map((a) => a.status), ["discarded", "applied"])
+    deepStrictEqual(model.actions.map((a) => a.status), ["discarded", "applied"])
   })
 
   it("a failed apply keeps the action pending and the next forced turn applies it once", async () => {
@@ -451,7 +453,7 @@ describe("pending actions against the reference model", () => {
       new ResolveCmd("apply", "ok"),
       new EndTurnCmd()
     ])
-    assert.deepStrictEqual(model.actions.map((a) => [a.status, a.applied]), [["applied", 1]])
+    deepStrictEqual(model.actions.map((a) => [a.status, a.applied]), [["applied", 1]])
   })
 
   it("an apply interrupted after its commit counts as applied; before it, the action stays pending", async () => {
@@ -466,6 +468,6 @@ describe("pending actions against the reference model", () => {
       new EndTurnCmd(),
       new NextCmd()
     ])
-    assert.deepStrictEqual(model.actions.map((a) => a.status), ["cleared", "applied"])
+    deepStrictEqual(model.actions.map((a) => a.status), ["cleared", "applied"])
   })
 })

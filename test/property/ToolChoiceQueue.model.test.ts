@@ -5,8 +5,10 @@
  *
  * Quick budget by default; `LONG=1` (`npm run test:long`) runs at least 20 000 sequences.
  */
+// node's strict deepStrictEqual: chai's treats Option.none() as equal to Option.some(x).
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, FastCheck as fc, Layer, Logger, Option, Runtime } from "effect"
+import { deepStrictEqual } from "node:assert/strict"
 import {
   type Invoker,
   type PushOptions,
@@ -148,13 +150,13 @@ const realOptions = (
 /** Every observable of the real queue equals the model's. */
 const compare = (model: Model, real: Real) => {
   const { m } = model
-  assert.deepStrictEqual(run(real.queue.inspect), m.inspect())
+  deepStrictEqual(run(real.queue.inspect), m.inspect())
   assert.strictEqual(run(real.queue.hasInFlight), m.inFlight !== undefined)
   const info = run(real.queue.inFlight)
   if (m.inFlight === undefined) {
     assert.isTrue(Option.isNone(info))
   } else {
-    assert.deepStrictEqual(
+    deepStrictEqual(
       Option.getOrUndefined(info),
       {
         id: m.inFlight.directive.id,
@@ -166,7 +168,7 @@ const compare = (model: Model, real: Real) => {
     )
   }
   assert.strictEqual(Option.isSome(run(real.queue.peekInFlightInvoker)), m.peekInvoker() !== undefined)
-  assert.deepStrictEqual(real.events, model.events)
+  deepStrictEqual(real.events, model.events)
   assert.strictEqual(sink.errors, model.errors)
 }
 
@@ -202,7 +204,7 @@ class PushCmd implements Cmd {
     if (expected === undefined) {
       assert.isTrue(Exit.isFailure(exit), "an empty directive must fail")
     } else {
-      assert.deepStrictEqual(exit, Exit.succeed(expected))
+      deepStrictEqual(exit, Exit.succeed(expected))
       model.tags.set(expected, tag)
     }
     compare(model, real)
@@ -218,7 +220,7 @@ class NextCmd implements Cmd {
   run(model: Model, real: Real) {
     const expected = model.m.next()
     if (model.m.inFlight !== undefined) model.servedIds.set(model.m.inFlight.serial, model.m.inFlight.directive.id)
-    assert.deepStrictEqual(run(real.queue.nextToolChoice), Option.fromNullable(expected))
+    deepStrictEqual(run(real.queue.nextToolChoice), Option.fromNullable(expected))
     compare(model, real)
   }
   toString = () => "nextToolChoice"
@@ -270,7 +272,7 @@ class ConsumeLabelCmd implements Cmd {
   check = () => true
   run(model: Model, real: Real) {
     const expected = model.m.consumeLastServedLabel()
-    assert.deepStrictEqual(run(real.queue.consumeLastServedLabel), Option.fromNullable(expected))
+    deepStrictEqual(run(real.queue.consumeLastServedLabel), Option.fromNullable(expected))
     compare(model, real)
   }
   toString = () => "consumeLastServedLabel"
@@ -375,14 +377,14 @@ describe("ToolChoiceQueue against the reference model", () => {
       new NextCmd(),
       new RejectCmd("unavailable")
     ])
-    assert.deepStrictEqual(run(real.queue.inspect), ["a", "a", "b"])
-    assert.deepStrictEqual(run(real.queue.nextToolChoice), Option.some<ToolChoice.ToolChoice>("auto"))
+    deepStrictEqual(run(real.queue.inspect), ["a", "a", "b"])
+    deepStrictEqual(run(real.queue.nextToolChoice), Option.some<ToolChoice.ToolChoice>("auto"))
     const info = Option.getOrThrow(run(real.queue.inFlight))
-    assert.deepStrictEqual([info.id, info.label, info.requeues], ["directive-1", "a", 1])
+    deepStrictEqual([info.id, info.label, info.requeues], ["directive-1", "a", 1])
     run(real.queue.resolve)
     // The rest of the sequence is not duplicated.
-    assert.deepStrictEqual(run(real.queue.nextToolChoice), Option.some<ToolChoice.ToolChoice>("required"))
-    assert.deepStrictEqual(run(real.queue.inspect), ["b"])
+    deepStrictEqual(run(real.queue.nextToolChoice), Option.some<ToolChoice.ToolChoice>("required"))
+    deepStrictEqual(run(real.queue.inspect), ["b"])
   })
 
   it("does not pile up exhausted one-shot `now` directives", () => {
@@ -392,7 +394,7 @@ describe("ToolChoiceQueue against the reference model", () => {
       run(real.queue.nextToolChoice)
       run(real.queue.resolve)
     }
-    assert.deepStrictEqual(run(real.queue.inspect), [])
+    deepStrictEqual(run(real.queue.inspect), [])
     assert.isFalse(run(real.queue.hasInFlight))
   })
 
@@ -406,8 +408,8 @@ describe("ToolChoiceQueue against the reference model", () => {
       new InvokeCmd(true, true),
       new ResolveCmd()
     ])
-    assert.deepStrictEqual(model.events, ["rejected:t1:error", "invoked:t1", "rejected:t2:not_invoked"])
-    assert.deepStrictEqual(real.events, model.events)
+    deepStrictEqual(model.events, ["rejected:t1:error", "invoked:t1", "rejected:t2:not_invoked"])
+    deepStrictEqual(real.events, model.events)
   })
 
   it("callbacks that fail, die or throw are reported and leave the queue consistent", () => {
@@ -424,7 +426,7 @@ describe("ToolChoiceQueue against the reference model", () => {
     ])
     assert.strictEqual(model.errors, 3)
     assert.strictEqual(sink.errors, 3)
-    assert.deepStrictEqual(run(real.queue.inspect), [])
-    assert.deepStrictEqual(run(real.queue.consumeLastServedLabel), Option.some("c"))
+    deepStrictEqual(run(real.queue.inspect), [])
+    deepStrictEqual(run(real.queue.consumeLastServedLabel), Option.some("c"))
   })
 })
