@@ -178,6 +178,11 @@ interface State {
   readonly lastServedLabel: Option.Option<string>
   readonly ids: number
   readonly serial: number
+  /**
+   * Values taken out of flight whose `onRejected` is still deciding, by serial, with their label. `clear` and
+   * `removeByLabel` delete entries, so a decision to requeue that arrives after them is ignored.
+   */
+  readonly rejecting: ReadonlyMap<number, string>
 }
 
 const empty: State = {
@@ -186,7 +191,46 @@ const empty: State = {
   inFlight: undefined,
   lastServedLabel: Option.none(),
   ids: 0,
-  serial: 0
+  serial: 0,
+  rejecting: new Map()
+}
+
+const withRejecting = (s: State, f: InFlight): ReadonlyMap<number, string> =>
+  new Map(s.rejecting).set(f.serial, f.directive.label)
+
+const withoutRejecting = (
+  rejecting: ReadonlyMap<number, string>,
+  drop: (serial: number, label: string) => boolean
+): ReadonlyMap<number, string> => {
+  let changed = false
+  const kept = new Map<number, string>()
+  for (const [serial, label] of rejecting) {
+    if (drop(serial, label)) changed = true
+    else kept.set(serial, label)
+  }
+  return changed ? kept : rejecting
+}
+
+const serveHead = (s: State): [Option.Option<ToolChoice>, State] => {
+  let front = s.front
+  let back = s.back
+  if (List.isNil(front)) {
+    if (List.isNil(back)) return [Option.none(), s]
+    front = List.reverse(back)
+    back = List.nil()
+  }
+  const head = (front as List.Cons<Directive>).head
+  const rest = (front as List.Cons<Directive>).tail
+  const choice = head.choices[head.next]!
+  const remaining = head.next + 1 < head.choices.length
+  const serial = s.serial + 1
+  return [Option.some(choice), {
+    ...s,
+    front: remaining ? List.prepend(rest, { ...head, next: head.next + 1 }) : rest,
+    back,
+    serial,
+    inFlight: { serial, directive: head, choice, invoked: false }
+  }]
 }
 
 const noOptions: PushOptions = {}
@@ -245,22 +289,37 @@ export const make: Effect.Effect<ToolChoiceQueue.Service> = Effect.map(Ref.make(
 
   const pushOnce = (choice: ToolChoice, options: PushOptions = noOptions) => enqueue([choice], options)
 
-  const requeue = (f: InFlight) =>
-    Ref.update(state, (s) => ({
-      ...s,
-      front: List.prepend(s.front, { ...f.directive, choices: [f.choice], next: 0, requeues: f.directive.requeues + 1 })
-    }))
+  // Requeues only if no `clear` or `removeByLabel` happened while `onRejected` was deciding.
+  const settleRejected = (f: InFlight, requeue: boolean) =>
+    Ref.update(state, (s) => {
+      if (!s.rejecting.has(f.serial)) return s
+      const rejecting = withoutRejecting(s.rejecting, (serial) => serial === f.serial)
+      return requeue ?
+        {
+          ...s,
+          rejecting,
+          front: List.prepend(s.front, {
+            ...f.directive,
+            choices: [f.choice],
+            next: 0,
+            requeues: f.directive.requeues + 1
+          })
+        } :
+        { ...s, rejecting }
+    })
 
   const finishRejected = (f: InFlight, reason: RejectReason): Effect.Effect<void> =>
     Effect.flatMap(
       runRejected(f.directive, reason),
-      (decision) => decision === "requeue" && reason !== "cleared" && reason !== "removed" ? requeue(f) : Effect.void
+      (decision) => settleRejected(f, decision === "requeue" && reason !== "cleared" && reason !== "removed")
     )
 
   const takeInFlight = Ref.modify(
     state,
     (s): [InFlight | undefined, State] =>
-      s.inFlight === undefined ? [undefined, s] : [s.inFlight, { ...s, inFlight: undefined }]
+      s.inFlight === undefined ?
+        [undefined, s] :
+        [s.inFlight, { ...s, inFlight: undefined, rejecting: withRejecting(s, s.inFlight) }]
   )
 
   const reject = (reason: RejectReason) =>
@@ -268,31 +327,19 @@ export const make: Effect.Effect<ToolChoiceQueue.Service> = Effect.map(Ref.make(
       Effect.flatMap(takeInFlight, (f) => f === undefined ? Effect.void : finishRejected(f, reason))
     )
 
-  const serve = Ref.modify(state, (s): [Option.Option<ToolChoice>, State] => {
-    let front = s.front
-    let back = s.back
-    if (List.isNil(front)) {
-      if (List.isNil(back)) return [Option.none(), s]
-      front = List.reverse(back)
-      back = List.nil()
-    }
-    const head = (front as List.Cons<Directive>).head
-    const rest = (front as List.Cons<Directive>).tail
-    const choice = head.choices[head.next]!
-    const remaining = head.next + 1 < head.choices.length
-    const serial = s.serial + 1
-    return [Option.some(choice), {
-      ...s,
-      front: remaining ? List.prepend(rest, { ...head, next: head.next + 1 }) : rest,
-      back,
-      serial,
-      inFlight: { serial, directive: head, choice, invoked: false }
-    }]
-  })
+  // Serving and taking the old in-flight value are one atomic step, so a value another fiber put in flight while
+  // this one was rejecting is rejected too, never overwritten.
+  const serveStep = Effect.uninterruptible(Effect.flatMap(
+    Ref.modify(state, (s): [InFlight | Option.Option<ToolChoice>, State] =>
+      s.inFlight === undefined ?
+        serveHead(s) :
+        [s.inFlight, { ...s, inFlight: undefined, rejecting: withRejecting(s, s.inFlight) }]),
+    (step) => Option.isOption(step) ? Effect.succeed(step) : Effect.as(finishRejected(step, "error"), undefined)
+  ))
 
-  const nextToolChoice = Effect.flatMap(
-    Ref.get(state),
-    (s) => s.inFlight === undefined ? serve : Effect.zipRight(reject("error"), serve)
+  const nextToolChoice: Effect.Effect<Option.Option<ToolChoice>> = Effect.flatMap(
+    serveStep,
+    (served) => served === undefined ? Effect.suspend(() => nextToolChoice) : Effect.succeed(served)
   )
 
   const resolve = Effect.uninterruptible(Effect.flatMap(
@@ -303,7 +350,8 @@ export const make: Effect.Effect<ToolChoiceQueue.Service> = Effect.map(Ref.make(
       return [f, {
         ...s,
         inFlight: undefined,
-        lastServedLabel: unanswered ? s.lastServedLabel : Option.some(f.directive.label)
+        lastServedLabel: unanswered ? s.lastServedLabel : Option.some(f.directive.label),
+        rejecting: unanswered ? withRejecting(s, f) : s.rejecting
       }]
     }),
     (f) => {
@@ -345,12 +393,14 @@ export const make: Effect.Effect<ToolChoiceQueue.Service> = Effect.map(Ref.make(
         const kept = all.filter((d) => d.label !== label)
         const dropped = all.filter((d) => d.label === label)
         const inFlight = s.inFlight !== undefined && s.inFlight.directive.label === label ? s.inFlight : undefined
-        if (dropped.length === 0 && inFlight === undefined) return [[undefined, dropped], s]
+        const rejecting = withoutRejecting(s.rejecting, (_, l) => l === label)
+        if (dropped.length === 0 && inFlight === undefined) return [[undefined, dropped], { ...s, rejecting }]
         return [[inFlight, dropped], {
           ...s,
           front: List.fromIterable(kept),
           back: List.nil(),
-          inFlight: inFlight === undefined ? s.inFlight : undefined
+          inFlight: inFlight === undefined ? s.inFlight : undefined,
+          rejecting
         }]
       }),
       ([inFlight, dropped]) =>
@@ -363,7 +413,14 @@ export const make: Effect.Effect<ToolChoiceQueue.Service> = Effect.map(Ref.make(
   const clear = Effect.uninterruptible(Effect.flatMap(
     Ref.modify(state, (s): [[InFlight | undefined, Array<Directive>], State] => [
       [s.inFlight, toArray(s)],
-      { ...s, front: List.nil(), back: List.nil(), inFlight: undefined, lastServedLabel: Option.none() }
+      {
+        ...s,
+        front: List.nil(),
+        back: List.nil(),
+        inFlight: undefined,
+        lastServedLabel: Option.none(),
+        rejecting: new Map()
+      }
     ]),
     ([inFlight, dropped]) =>
       Effect.zipRight(
