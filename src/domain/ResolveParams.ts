@@ -31,14 +31,23 @@ export const limits = {
   extraMaxBytes: 16_384
 } as const
 
+/** A lone UTF-16 surrogate: the string cannot be encoded as UTF-8 (in `u` mode a valid pair is one code point). */
+const loneSurrogate = /\p{Surrogate}/u
+
 const jsonShape = (value: unknown, depth: number): string | undefined => {
-  if (value === null || typeof value === "string" || typeof value === "boolean") return undefined
+  if (typeof value === "string") {
+    return loneSurrogate.test(value)
+      ? "strings must be valid UTF-8 (lone surrogate)"
+      : undefined
+  }
+  if (value === null || typeof value === "boolean") return undefined
   if (typeof value === "number") return Number.isFinite(value) ? undefined : "numbers must be finite"
   if (typeof value !== "object") return `${typeof value} values are not JSON`
   if (depth >= limits.extraMaxDepth) return `nested deeper than ${limits.extraMaxDepth} levels`
   const entries = Array.isArray(value) ? value.map((v, i) => [String(i), v] as const) : Object.entries(value)
   for (const [key, item] of entries) {
     if (forbiddenKeys.has(key)) return `key "${key}" is not allowed`
+    if (loneSurrogate.test(key)) return "keys must be valid UTF-8 (lone surrogate)"
     const problem = jsonShape(item, depth + 1)
     if (problem !== undefined) return `${key}: ${problem}`
   }
@@ -97,6 +106,7 @@ const fields = {
   action: ResolveAction,
   reason: Schema.String.pipe(
     Schema.filter((s) => s.trim().length > 0 || "must not be empty: give one sentence saying why"),
+    Schema.filter((s) => !loneSurrogate.test(s) || "must be valid UTF-8 text (it contains a lone surrogate)"),
     Schema.maxLength(limits.reasonMaxLength, {
       message: () => `must be at most ${limits.reasonMaxLength} characters: one sentence is enough`
     })
