@@ -109,8 +109,9 @@ export class RequeueLimitExceeded
 }
 
 /**
- * The model ignored a pending preview for `maxForcedTurns` forced turns in a row; the preview was dropped (its
- * status is `cleared`) and the run failed instead of looping.
+ * The model ignored a pending preview for `maxForcedTurns` forced turns in a row; the run failed instead of
+ * looping. The preview stays pending: the app may run again, resolve it itself, or drop it with
+ * `ToolChoiceQueue.removeByLabel` / `clear`.
  *
  * @since 0.1.0
  * @category errors
@@ -123,8 +124,9 @@ export class ResolveNotCalled extends Schema.TaggedError<ResolveNotCalled>("effe
    * @since 0.1.0
    */
   override get message(): string {
-    return `The model did not call resolve for "${this.label}" in ${this.forcedTurns} forced turns; the preview was ` +
-      `dropped. Check that the model supports forcing a tool, or resolve the preview in the app.`
+    return `The model did not call resolve for "${this.label}" in ${this.forcedTurns} forced turns; the run ` +
+      `stopped and the preview is still pending. Check that the model supports forcing a tool, then run again, ` +
+      `or resolve or clear the preview in the app.`
   }
 }
 
@@ -683,7 +685,8 @@ export const make = (
                   if (ignored >= config.maxForcedTurns) {
                     yield* setUpdate(forceNext, (s) => s.delete(entryId))
                     yield* mapUpdate(ignoredForced, (m) => m.delete(entryId))
-                    yield* finish(infoNow, "removed")
+                    // The preview stays pending (requeued as not_invoked): the run stops, nothing staged is lost.
+                    yield* finish(infoNow, "resolve")
                     const notCalled = new ResolveNotCalled({
                       directiveId: entryId,
                       label: entry.value.label,

@@ -333,9 +333,12 @@ describe("TurnDriver", () => {
           { tool: "resolve" },
           { tool: "resolve" }
         ])
-        assert.deepStrictEqual(yield* queue.inspect, [])
-        assert.strictEqual(yield* statusOf(world), "cleared")
+        // Nothing staged is lost: the preview is still pending, at the head of the queue.
+        assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        assert.strictEqual(yield* statusOf(world), "pending")
         assert.strictEqual((yield* driver.metrics).forcedTurns, 3)
+        yield* queue.clear
+        assert.strictEqual(yield* statusOf(world), "cleared")
       }).pipe(Effect.provide(session(
         (request) => request.index === 0 ? editCall() : ScriptedModel.text("No."),
         world,
