@@ -1,5 +1,6 @@
 import { Chat, LanguageModel, Tool, Toolkit } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
+import { deepStrictEqual } from "@effect/vitest/utils"
 import { Chunk, Effect, Schema, Stream } from "effect"
 import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
 
@@ -18,13 +19,13 @@ describe("ScriptedModel", () => {
         toolkit: EchoToolkit,
         toolChoice: { tool: "echo" }
       })
-      assert.deepStrictEqual(second.toolResults.map((r) => r.result), ["this"])
+      deepStrictEqual(second.toolResults.map((r) => r.result), ["this"])
       const requests = yield* ScriptedModel.requests
       assert.strictEqual(requests.length, 2)
       assert.strictEqual(requests[0]!.toolChoice, "none") // no toolkit: @effect/ai sends "none"
-      assert.deepStrictEqual(requests[1]!.toolChoice, { tool: "echo" })
-      assert.deepStrictEqual(requests[1]!.tools, ["echo"])
-      assert.deepStrictEqual(requests[1]!.userTexts, ["hi", "echo this"])
+      deepStrictEqual(requests[1]!.toolChoice, { tool: "echo" })
+      deepStrictEqual(requests[1]!.tools, ["echo"])
+      deepStrictEqual(requests[1]!.userTexts, ["hi", "echo this"])
     }).pipe(Effect.provide([
       ScriptedModel.layer(["Hello.", ScriptedModel.toolCall("echo", { text: "this" })]),
       EchoHandlers
@@ -63,7 +64,7 @@ describe("ScriptedModel", () => {
         const response = yield* LanguageModel.generateText({ prompt: "x" })
         return [response.text, (yield* ScriptedModel.requests).length] as const
       }).pipe(Effect.provide(layer))
-      assert.deepStrictEqual(yield* run, ["a", 1])
-      assert.deepStrictEqual(yield* run, ["a", 1])
+      deepStrictEqual(yield* run, ["a", 1])
+      deepStrictEqual(yield* run, ["a", 1])
     }))
 })

@@ -1,5 +1,6 @@
 import { Tool, Toolkit } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
+import { deepStrictEqual } from "@effect/vitest/utils"
 import { Deferred, Effect, Exit, Fiber, Layer, Option, Ref, Schedule, Schema, type Tracer } from "effect"
 import {
   PendingAction,
@@ -98,18 +99,18 @@ describe("TurnDriver", () => {
         const result = yield* driver.run("Say hello in a.ts", { toolkit: AppTools })
         assert.strictEqual(result.text, "Done.")
         const requests = yield* ScriptedModel.requests
-        assert.deepStrictEqual(requests.map((r) => r.toolChoice), ["auto", { tool: "resolve" }, "auto"])
+        deepStrictEqual(requests.map((r) => r.toolChoice), ["auto", { tool: "resolve" }, "auto"])
         assert.strictEqual(countReminders(requests[1]!.userTexts), 1)
         assert.strictEqual(countReminders(requests[0]!.userTexts), 0)
-        assert.deepStrictEqual(requests[0]!.tools, ["edit", "search", "resolve"])
-        assert.deepStrictEqual(yield* Ref.get(world.files), { "a.ts": "hello" })
+        deepStrictEqual(requests[0]!.tools, ["edit", "search", "resolve"])
+        deepStrictEqual(yield* Ref.get(world.files), { "a.ts": "hello" })
         assert.strictEqual(yield* statusOf(world), "applied")
         const metrics = yield* driver.metrics
         assert.strictEqual(metrics.turns, 3)
         assert.strictEqual(metrics.forcedTurns, 1)
         assert.strictEqual(metrics.toolChoiceChanges, 2)
-        assert.deepStrictEqual(metrics.previews, { staged: 1, applied: 1, discarded: 0, failed: 0 })
-        assert.deepStrictEqual(metrics.requeues, { error: 0, aborted: 0, not_invoked: 0 })
+        deepStrictEqual(metrics.previews, { staged: 1, applied: 1, discarded: 0, failed: 0 })
+        deepStrictEqual(metrics.requeues, { error: 0, aborted: 0, not_invoked: 0 })
       }).pipe(
         Effect.provide(session([editCall(), resolveCall("apply"), ScriptedModel.text("Done.")], world))
       )
@@ -122,7 +123,7 @@ describe("TurnDriver", () => {
         const driver = yield* TurnDriver
         yield* driver.run("Edit", { toolkit: AppTools })
         const requests = yield* ScriptedModel.requests
-        assert.deepStrictEqual(requests.map((r) => r.toolChoice), [
+        deepStrictEqual(requests.map((r) => r.toolChoice), [
           "auto",
           { tool: "resolve" },
           { tool: "resolve" },
@@ -147,12 +148,12 @@ describe("TurnDriver", () => {
         const queue = yield* ToolChoiceQueue
         const failed = yield* Effect.exit(driver.run("Edit", { toolkit: AppTools }))
         assert.isTrue(Exit.isFailure(failed))
-        assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
         assert.strictEqual(yield* statusOf(world), "pending")
         assert.strictEqual((yield* driver.metrics).requeues.error, 1)
         yield* driver.run("Go on", { toolkit: AppTools })
         const requests = yield* ScriptedModel.requests
-        assert.deepStrictEqual(requests[2]!.toolChoice, { tool: "resolve" })
+        deepStrictEqual(requests[2]!.toolChoice, { tool: "resolve" })
         // The reminder of the failed request is carried into the next one.
         assert.strictEqual(countReminders(requests[2]!.userTexts), 1)
         assert.strictEqual(yield* statusOf(world), "applied")
@@ -169,7 +170,7 @@ describe("TurnDriver", () => {
         const driver = yield* TurnDriver
         yield* driver.run("Edit", { toolkit: AppTools, retry: Schedule.recurs(1) })
         const requests = yield* ScriptedModel.requests
-        assert.deepStrictEqual(requests.map((r) => r.toolChoice), [
+        deepStrictEqual(requests.map((r) => r.toolChoice), [
           "auto",
           { tool: "resolve" },
           { tool: "resolve" },
@@ -198,7 +199,7 @@ describe("TurnDriver", () => {
         assert.isTrue((bad.result as { message: string }).message.includes("action"))
         const requests = yield* ScriptedModel.requests
         // The model tried to comply, so in soft mode the next turn is not forced.
-        assert.deepStrictEqual(requests.map((r) => r.toolChoice), ["auto", "auto", "auto", "auto"])
+        deepStrictEqual(requests.map((r) => r.toolChoice), ["auto", "auto", "auto", "auto"])
         assert.strictEqual(yield* statusOf(world), "applied")
       }).pipe(Effect.provide(session(
         [
@@ -224,7 +225,7 @@ describe("TurnDriver", () => {
         assert.strictEqual(second._tag, "UnknownError")
         const third = yield* Effect.flip(driver.run("Again", { toolkit: AppTools }))
         assert.strictEqual(third._tag, "RequeueLimitExceeded")
-        assert.deepStrictEqual(yield* queue.inspect, [])
+        deepStrictEqual(yield* queue.inspect, [])
         assert.strictEqual(yield* statusOf(world), "cleared")
         assert.strictEqual((yield* driver.metrics).requeues.error, 2)
       }).pipe(Effect.provide(session(
@@ -252,13 +253,13 @@ describe("TurnDriver", () => {
         const fiber = yield* Effect.fork(driver.run("Edit", { toolkit: AppTools }))
         yield* Deferred.await(started)
         yield* Fiber.interrupt(fiber)
-        assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
         assert.isFalse(yield* queue.hasInFlight)
         assert.strictEqual(yield* statusOf(world), "pending")
         assert.strictEqual((yield* driver.metrics).requeues.aborted, 1)
         yield* driver.run("Continue", { toolkit: AppTools })
         const requests = yield* ScriptedModel.requests
-        assert.deepStrictEqual(requests[2]!.toolChoice, { tool: "resolve" })
+        deepStrictEqual(requests[2]!.toolChoice, { tool: "resolve" })
         assert.strictEqual(yield* statusOf(world), "applied")
         const transcript = yield* driver.transcript
         assert.strictEqual(transcript[1]!.outcome, "aborted")
@@ -272,13 +273,13 @@ describe("TurnDriver", () => {
         const driver = yield* TurnDriver
         yield* driver.run("Edit", { toolkit: AppTools })
         const requests = yield* ScriptedModel.requests
-        assert.deepStrictEqual(requests.map((r) => r.toolChoice), ["auto", "auto", "auto"])
+        deepStrictEqual(requests.map((r) => r.toolChoice), ["auto", "auto", "auto"])
         assert.strictEqual(countReminders(requests[2]!.userTexts), 1)
         assert.strictEqual(yield* statusOf(world), "applied")
         const metrics = yield* driver.metrics
         assert.strictEqual(metrics.toolChoiceChanges, 0)
         assert.strictEqual(metrics.forcedTurns, 0)
-        assert.deepStrictEqual(metrics.previews, { staged: 1, applied: 1, discarded: 0, failed: 0 })
+        deepStrictEqual(metrics.previews, { staged: 1, applied: 1, discarded: 0, failed: 0 })
       }).pipe(Effect.provide(session(
         [editCall(), resolveCall("apply"), ScriptedModel.text("Done.")],
         world,
@@ -293,11 +294,11 @@ describe("TurnDriver", () => {
         const driver = yield* TurnDriver
         const result = yield* driver.run("Edit", { toolkit: AppTools })
         const requests = yield* ScriptedModel.requests
-        assert.deepStrictEqual(requests.map((r) => r.toolChoice), ["auto", "auto", { tool: "resolve" }, "auto"])
-        assert.deepStrictEqual(yield* Ref.get(world.searches), [])
+        deepStrictEqual(requests.map((r) => r.toolChoice), ["auto", "auto", { tool: "resolve" }, "auto"])
+        deepStrictEqual(yield* Ref.get(world.searches), [])
         const detour = result.turns[1]!.toolCalls[0]!
         assert.strictEqual(detour.outcome, "skipped")
-        assert.deepStrictEqual(detour.result, { skipped: true, message: skippedText })
+        deepStrictEqual(detour.result, { skipped: true, message: skippedText })
         assert.strictEqual(yield* statusOf(world), "discarded")
         const metrics = yield* driver.metrics
         assert.strictEqual(metrics.forcedTurns, 1)
@@ -326,7 +327,7 @@ describe("TurnDriver", () => {
         assert.instanceOf(error, ResolveNotCalled)
         assert.strictEqual((error as ResolveNotCalled).forcedTurns, 3)
         const requests = yield* ScriptedModel.requests
-        assert.deepStrictEqual(requests.map((r) => r.toolChoice), [
+        deepStrictEqual(requests.map((r) => r.toolChoice), [
           "auto",
           "auto",
           { tool: "resolve" },
@@ -334,7 +335,7 @@ describe("TurnDriver", () => {
           { tool: "resolve" }
         ])
         // Nothing staged is lost: the preview is still pending, at the head of the queue.
-        assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
         assert.strictEqual(yield* statusOf(world), "pending")
         assert.strictEqual((yield* driver.metrics).forcedTurns, 3)
         yield* queue.clear
@@ -353,15 +354,15 @@ describe("TurnDriver", () => {
         const driver = yield* TurnDriver
         const result = yield* driver.run("Edit and search", { toolkit: AppTools })
         const first = result.turns[0]!.toolCalls
-        assert.deepStrictEqual(first.map((c) => [c.name, c.outcome]), [
+        deepStrictEqual(first.map((c) => [c.name, c.outcome]), [
           ["edit", "executed"],
           ["search", "skipped"],
           ["edit", "skipped"],
           ["resolve", "skipped"]
         ])
-        assert.deepStrictEqual(first[3]!.result, { skipped: true, message: skippedResolveText })
-        assert.deepStrictEqual(first[1]!.result, { skipped: true, message: skippedText })
-        assert.deepStrictEqual(yield* Ref.get(world.searches), ["again"])
+        deepStrictEqual(first[3]!.result, { skipped: true, message: skippedResolveText })
+        deepStrictEqual(first[1]!.result, { skipped: true, message: skippedText })
+        deepStrictEqual(yield* Ref.get(world.searches), ["again"])
         assert.strictEqual((yield* Ref.get(world.handles)).length, 1)
         // The history carries one result per call, so the conversation stays valid.
         const history = yield* driver.history
@@ -400,13 +401,13 @@ describe("TurnDriver", () => {
         const first = yield* stage("first")
         const second = yield* stage("second")
         yield* driver.run("Resolve both", { toolkit: AppTools })
-        assert.deepStrictEqual(yield* Ref.get(order), ["apply second", "discard first"])
+        deepStrictEqual(yield* Ref.get(order), ["apply second", "discard first"])
         assert.strictEqual(yield* first.status, "discarded")
         assert.strictEqual(yield* second.status, "applied")
         const requests = yield* ScriptedModel.requests
-        assert.deepStrictEqual(requests.map((r) => r.toolChoice), [{ tool: "resolve" }, { tool: "resolve" }, "auto"])
+        deepStrictEqual(requests.map((r) => r.toolChoice), [{ tool: "resolve" }, { tool: "resolve" }, "auto"])
         const metrics = yield* driver.metrics
-        assert.deepStrictEqual(metrics.previews, { staged: 0, applied: 1, discarded: 1, failed: 0 })
+        deepStrictEqual(metrics.previews, { staged: 0, applied: 1, discarded: 1, failed: 0 })
       }).pipe(Effect.provide(session(
         [resolveCall("apply"), resolveCall("discard", "Superseded."), ScriptedModel.text("Done.")],
         world
@@ -422,12 +423,12 @@ describe("TurnDriver", () => {
         const result = yield* driver.run("Edit", { toolkit: AppTools })
         const failedCall = result.turns[1]!.toolCalls[0]!
         assert.isTrue(failedCall.isFailure)
-        assert.deepStrictEqual(failedCall.result, { error: "ApplyFailed", message: "Apply failed: disk is full" })
+        deepStrictEqual(failedCall.result, { error: "ApplyFailed", message: "Apply failed: disk is full" })
         const requests = yield* ScriptedModel.requests
-        assert.deepStrictEqual(requests[2]!.toolChoice, { tool: "resolve" })
+        deepStrictEqual(requests[2]!.toolChoice, { tool: "resolve" })
         assert.strictEqual(yield* statusOf(world), "applied")
         const metrics = yield* driver.metrics
-        assert.deepStrictEqual(metrics.previews, { staged: 1, applied: 1, discarded: 0, failed: 1 })
+        deepStrictEqual(metrics.previews, { staged: 1, applied: 1, discarded: 0, failed: 1 })
       }).pipe(Effect.provide(session(
         [editCall(), resolveCall("apply"), resolveCall("apply", "Retry."), ScriptedModel.text("Done.")],
         world
@@ -451,13 +452,13 @@ describe("TurnDriver", () => {
           })
         )
         const result = yield* driver.run("Plan the change", { toolkit: AppTools })
-        assert.deepStrictEqual(yield* Ref.get(approved), ["my-plan"])
-        assert.deepStrictEqual(yield* Ref.get(spans), ["TurnDriver.resolve"])
-        assert.deepStrictEqual(result.turns[0]!.toolCalls[0]!.result, ToolResult.text("Plan approved"))
+        deepStrictEqual(yield* Ref.get(approved), ["my-plan"])
+        deepStrictEqual(yield* Ref.get(spans), ["TurnDriver.resolve"])
+        deepStrictEqual(result.turns[0]!.toolCalls[0]!.result, ToolResult.text("Plan approved"))
         const metrics = yield* driver.metrics
         assert.strictEqual(metrics.forcedTurns, 0)
         assert.strictEqual(metrics.toolChoiceChanges, 0)
-        assert.deepStrictEqual(metrics.previews, { staged: 0, applied: 0, discarded: 0, failed: 0 })
+        deepStrictEqual(metrics.previews, { staged: 0, applied: 0, discarded: 0, failed: 0 })
       }).pipe(
         Effect.scoped,
         Effect.provide(session(
@@ -474,13 +475,13 @@ describe("TurnDriver", () => {
         const driver = yield* TurnDriver
         yield* driver.run("Edit", { toolkit: AppTools })
         const requests = yield* ScriptedModel.requests
-        assert.deepStrictEqual(requests.map((r) => r.toolChoice), [
+        deepStrictEqual(requests.map((r) => r.toolChoice), [
           "auto",
           "auto",
           { mode: "required", oneOf: ["resolve"] },
           "auto"
         ])
-        assert.deepStrictEqual(requests[2]!.tools, ["resolve"])
+        deepStrictEqual(requests[2]!.tools, ["resolve"])
         assert.strictEqual(yield* statusOf(world), "applied")
         assert.strictEqual((yield* driver.metrics).forcedTurns, 1)
       }).pipe(Effect.provide(session(
@@ -505,8 +506,8 @@ describe("TurnDriver", () => {
         const error = yield* Effect.flip(driver.run("Edit", { toolkit: AppTools }))
         assert.strictEqual(error._tag, "ResolveNotCalled")
         const requests = yield* ScriptedModel.requests
-        assert.deepStrictEqual(requests.map((r) => r.toolChoice), ["auto", "auto", "auto", "auto", "auto"])
-        assert.deepStrictEqual(requests.map((r) => countReminders(r.userTexts)), [0, 1, 2, 3, 4])
+        deepStrictEqual(requests.map((r) => r.toolChoice), ["auto", "auto", "auto", "auto", "auto"])
+        deepStrictEqual(requests.map((r) => countReminders(r.userTexts)), [0, 1, 2, 3, 4])
         const metrics = yield* driver.metrics
         assert.strictEqual(metrics.forcedTurns, 0)
         assert.strictEqual(metrics.toolChoiceChanges, 0)
@@ -529,8 +530,8 @@ describe("TurnDriver", () => {
           onRejected: (reason) => Effect.as(Ref.update(reasons, (all) => [...all, reason]), "drop" as const)
         })
         yield* driver.run("Hello", { toolkit: AppTools })
-        assert.deepStrictEqual(yield* Ref.get(reasons), ["unavailable"])
-        assert.deepStrictEqual((yield* ScriptedModel.requests).map((r) => r.toolChoice), ["auto"])
+        deepStrictEqual(yield* Ref.get(reasons), ["unavailable"])
+        deepStrictEqual((yield* ScriptedModel.requests).map((r) => r.toolChoice), ["auto"])
       }).pipe(Effect.provide(session(
         [ScriptedModel.text("Hi.")],
         world,
@@ -546,7 +547,7 @@ describe("TurnDriver", () => {
         const result = yield* driver.run("Search", { toolkit: AppTools })
         const call = result.turns[0]!.toolCalls[0]!
         assert.isTrue(call.isFailure)
-        assert.deepStrictEqual(call.result, { error: "Error", message: "the search index is offline" })
+        deepStrictEqual(call.result, { error: "Error", message: "the search index is offline" })
         assert.strictEqual(result.text, "The index is offline.")
       }).pipe(Effect.provide(session(
         [ScriptedModel.toolCall("search", { q: "boom" }), ScriptedModel.text("The index is offline.")],
@@ -567,7 +568,7 @@ describe("TurnDriver", () => {
         const driver = yield* TurnDriver
         yield* driver.run("Probe", { toolkit: ProbeTools })
         const chain = yield* Ref.get(seen)
-        assert.deepStrictEqual(chain.slice(0, 3), ["TurnDriver.toolCall", "TurnDriver.turn", "TurnDriver.run"])
+        deepStrictEqual(chain.slice(0, 3), ["TurnDriver.toolCall", "TurnDriver.turn", "TurnDriver.run"])
       }).pipe(Effect.provide(Layer.mergeAll(
         TurnDriver.layer(),
         ScriptedModel.layer([ScriptedModel.toolCall("probe", {}), ScriptedModel.text("Done.")]),
@@ -599,13 +600,13 @@ describe("TurnDriver", () => {
       yield* Effect.gen(function*() {
         const driver = yield* TurnDriver
         yield* Effect.exit(driver.run("Edit", { toolkit: AppTools }))
-        assert.deepStrictEqual(yield* Effect.flatMap(ToolChoiceQueue, (q) => q.inspect), ["pending-action:edit"])
+        deepStrictEqual(yield* Effect.flatMap(ToolChoiceQueue, (q) => q.inspect), ["pending-action:edit"])
       }).pipe(Effect.provide(session([editCall()], world)))
       yield* Effect.gen(function*() {
-        assert.deepStrictEqual(yield* Effect.flatMap(ToolChoiceQueue, (q) => q.inspect), [])
+        deepStrictEqual(yield* Effect.flatMap(ToolChoiceQueue, (q) => q.inspect), [])
         const driver = yield* TurnDriver
         yield* driver.run("Hello", { toolkit: AppTools })
-        assert.deepStrictEqual((yield* ScriptedModel.requests)[0]!.toolChoice, "auto")
+        deepStrictEqual((yield* ScriptedModel.requests)[0]!.toolChoice, "auto")
       }).pipe(Effect.provide(session([ScriptedModel.text("Hi.")], world)))
     }))
 })

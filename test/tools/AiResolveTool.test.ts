@@ -1,5 +1,6 @@
 import { LanguageModel, Tool } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
+import { deepStrictEqual } from "@effect/vitest/utils"
 import { Effect, Layer } from "effect"
 import { queueResolveHandler, ResolveRuntime, ResolveTool, ToolChoiceQueue, ToolResult } from "../../src/index.js"
 import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
@@ -12,8 +13,8 @@ describe("AiResolveTool", () => {
   it("the provider sees exactly ResolveTool's JSON Schema", () => {
     const { $schema: _, ...expected } = ResolveTool.parameters
     const sent = Tool.getJsonSchemaFromSchemaAst(AiResolveTool.ResolveAiTool.parametersSchema.ast)
-    assert.deepStrictEqual(sent, expected)
-    assert.deepStrictEqual((sent as { required?: unknown }).required, ["action", "reason"])
+    deepStrictEqual(sent, expected)
+    deepStrictEqual((sent as { required?: unknown }).required, ["action", "reason"])
   })
 
   it.effect("in a plain generateText turn, resolve applies the in-flight preview", () =>

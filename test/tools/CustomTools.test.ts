@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { deepStrictEqual } from "@effect/vitest/utils"
 import { Cause, Deferred, Effect, Exit, Fiber, Option } from "effect"
 import { ResolveRuntime, ResolveTool, SteeringBus, ToolChoiceQueue, ToolResult, toolsFor } from "../../src/index.js"
 import * as CustomTools from "../../src/tools/CustomTools.js"
@@ -38,12 +39,12 @@ describe("pushPendingAction", () => {
       assert.strictEqual(handle.sourceToolName, "custom_tool")
       assert.strictEqual(handle.label, "Deploy: api")
       const queue = yield* ToolChoiceQueue
-      assert.deepStrictEqual(yield* queue.inspect, ["pending-action:custom_tool"])
+      deepStrictEqual(yield* queue.inspect, ["pending-action:custom_tool"])
       const bus = yield* SteeringBus
-      assert.deepStrictEqual((yield* bus.pending)[0]?.details, { toolName: "custom_tool" })
+      deepStrictEqual((yield* bus.pending)[0]?.details, { toolName: "custom_tool" })
       const result = successOf(yield* turn({ action: "apply", reason: "Ship it.", extra: { region: "eu" } }))
       assert.strictEqual(ToolResult.textOf(result), "Deployed api.")
-      assert.deepStrictEqual(calls, [["Ship it.", { region: "eu" }]])
+      deepStrictEqual(calls, [["Ship it.", { region: "eu" }]])
       assert.strictEqual((result.details as any).sourceToolName, "custom_tool")
       assert.strictEqual(yield* handle.status, "applied")
     }).pipe(Effect.provide(ResolveRuntime.layer)))
@@ -56,9 +57,9 @@ describe("pushPendingAction", () => {
         apply: () => ToolResult.text("done", { version: 3 })
       })
       const queue = yield* ToolChoiceQueue
-      assert.deepStrictEqual(yield* queue.inspect, ["pending-action:deploy"])
+      deepStrictEqual(yield* queue.inspect, ["pending-action:deploy"])
       const result = successOf(yield* turn({ action: "apply", reason: "ok" }))
-      assert.deepStrictEqual((result.details as any).sourceResultDetails, { version: 3 })
+      deepStrictEqual((result.details as any).sourceResultDetails, { version: 3 })
       assert.strictEqual((result.details as any).sourceToolName, "deploy")
     }).pipe(Effect.provide(ResolveRuntime.layer)))
 
@@ -139,7 +140,7 @@ describe("pushPendingAction", () => {
       })
       const second = successOf(yield* turn({ action: "discard", reason: "no", extra: { why: "late" } }))
       assert.strictEqual(ToolResult.textOf(second), "Rolled back the staging slot.")
-      assert.deepStrictEqual(seen, [["no", { why: "late" }]])
+      deepStrictEqual(seen, [["no", { why: "late" }]])
 
       yield* CustomTools.pushPendingAction({
         label: "A: three",
@@ -167,7 +168,7 @@ describe("pushPendingAction", () => {
         assert.strictEqual(error.field, field)
       }
       const queue = yield* ToolChoiceQueue
-      assert.deepStrictEqual(yield* queue.inspect, [])
+      deepStrictEqual(yield* queue.inspect, [])
     }).pipe(Effect.provide(ResolveRuntime.layer)))
 
   it.live("by default apply is the commit: interrupting resolve waits for it and the action counts as applied", () =>
@@ -197,7 +198,7 @@ describe("pushPendingAction", () => {
       yield* queue.resolve
       assert.strictEqual(yield* handle.status, "applied")
       assert.isFalse(aborted)
-      assert.deepStrictEqual(yield* queue.inspect, [])
+      deepStrictEqual(yield* queue.inspect, [])
     }).pipe(Effect.provide(ResolveRuntime.layer)))
 
   it.live("abortable: interrupting resolve aborts the signal and leaves the action pending", () =>
@@ -225,7 +226,7 @@ describe("pushPendingAction", () => {
       yield* Deferred.await(abortedDeferred)
       yield* queue.resolve
       assert.strictEqual(yield* handle.status, "pending")
-      assert.deepStrictEqual(yield* queue.inspect, ["pending-action:custom_tool"])
+      deepStrictEqual(yield* queue.inspect, ["pending-action:custom_tool"])
     }).pipe(Effect.provide(ResolveRuntime.layer)))
 })
 
@@ -260,9 +261,9 @@ describe("custom-tool adapter", () => {
       assert.strictEqual(tools.length, 1)
       assert.strictEqual(tools[0]!.name, "deploy")
       assert.strictEqual(tools[0]!.label, "deploy")
-      assert.deepStrictEqual(tools[0]!.parameters, deploy.parameters as any)
+      deepStrictEqual(tools[0]!.parameters, deploy.parameters as any)
       const selected = yield* toolsFor(["deploy"], tools)
-      assert.deepStrictEqual(selected.map((t) => t.name), ["deploy", "resolve"])
+      deepStrictEqual(selected.map((t) => t.name), ["deploy", "resolve"])
     }))
 
   it.effect("execute stages through the session-bound api.pushPendingAction; resolve applies it", () =>
@@ -272,7 +273,7 @@ describe("custom-tool adapter", () => {
       assert.strictEqual(ToolResult.textOf(preview), "Ready to deploy api. Call resolve to apply or discard.")
       assert.strictEqual((preview.details as any).status, "pending")
       const queue = yield* ToolChoiceQueue
-      assert.deepStrictEqual(yield* queue.inspect, ["pending-action:deploy"])
+      deepStrictEqual(yield* queue.inspect, ["pending-action:deploy"])
       const result = successOf(yield* turn({ action: "apply", reason: "Approved." }))
       assert.strictEqual(ToolResult.textOf(result), "Deployed api x2 (Approved.).")
     }).pipe(Effect.provide(ResolveRuntime.layer)))
@@ -282,7 +283,7 @@ describe("custom-tool adapter", () => {
       const [tool] = yield* CustomTools.registerCustomTools([deploy])
       yield* tool!.execute({ service: "api" }).pipe(Effect.provide(ResolveRuntime.layer))
       const queue = yield* ToolChoiceQueue
-      assert.deepStrictEqual(yield* queue.inspect, [])
+      deepStrictEqual(yield* queue.inspect, [])
     }).pipe(Effect.provide(ResolveRuntime.layer)))
 
   it.effect("a thrown marker is the ToolError; any other throw is `<name> failed: …`", () =>
@@ -295,7 +296,7 @@ describe("custom-tool adapter", () => {
       assert.strictEqual(crash._tag, "ToolError")
       assert.strictEqual(crash.message, "deploy failed: kube config missing")
       const queue = yield* ToolChoiceQueue
-      assert.deepStrictEqual(yield* queue.inspect, [])
+      deepStrictEqual(yield* queue.inspect, [])
     }).pipe(Effect.provide(ResolveRuntime.layer)))
 
   it.effect("input is checked against the JSON Schema before execute runs", () =>

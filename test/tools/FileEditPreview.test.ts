@@ -2,6 +2,7 @@ import type { Path } from "@effect/platform"
 import { NodeContext, NodePath } from "@effect/platform-node"
 import * as FileSystemTag from "@effect/platform/FileSystem"
 import { assert, describe, it } from "@effect/vitest"
+import { deepStrictEqual } from "@effect/vitest/utils"
 import { Cause, Deferred, Effect, Exit, Fiber, Layer, Option, Ref } from "effect"
 import * as NFS from "node:fs/promises"
 import * as OS from "node:os"
@@ -87,8 +88,8 @@ const successOf = <A, E>(exit: Exit.Exit<A, E>): A => {
 const nothingStaged = Effect.gen(function*() {
   const queue = yield* ToolChoiceQueue
   const bus = yield* SteeringBus
-  assert.deepStrictEqual(yield* queue.inspect, [])
-  assert.deepStrictEqual(yield* bus.pending, [])
+  deepStrictEqual(yield* queue.inspect, [])
+  deepStrictEqual(yield* bus.pending, [])
 })
 
 const one = (path: string, oldText: string, newText: string, replaceAll?: boolean) => ({
@@ -105,9 +106,9 @@ describe("FileEditPreview", () => {
       assert.strictEqual(FileEditPreview.tool.name, "edit")
       const params = FileEditPreview.tool.parameters as any
       assert.strictEqual(params.type, "object")
-      assert.deepStrictEqual(params.required, ["files"])
-      assert.deepStrictEqual(params.properties.files.items.required, ["path", "edits"])
-      assert.deepStrictEqual(params.properties.files.items.properties.edits.items.required, ["oldText", "newText"])
+      deepStrictEqual(params.required, ["files"])
+      deepStrictEqual(params.properties.files.items.required, ["path", "edits"])
+      deepStrictEqual(params.properties.files.items.properties.edits.items.required, ["oldText", "newText"])
     }))
 
   it.live("a preview writes nothing, shows the diff and stages one pending action", () =>
@@ -125,15 +126,15 @@ describe("FileEditPreview", () => {
         )
         assert.include(text, "Edit: 1 replacement(s) in 1 file(s):\n  src/a.ts: 1 replacement(s)")
         const details = result.details as any
-        assert.deepStrictEqual(details.files, [{ path: "src/a.ts", replacements: 1 }])
+        deepStrictEqual(details.files, [{ path: "src/a.ts", replacements: 1 }])
         assert.strictEqual(details.fileCount, 1)
         assert.strictEqual(details.replacements, 1)
         assert.strictEqual(yield* readText(root, "src/a.ts"), "const a = 1\nconst b = 2\n")
-        assert.deepStrictEqual(yield* listing(root), before)
+        deepStrictEqual(yield* listing(root), before)
         const queue = yield* ToolChoiceQueue
-        assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
         const bus = yield* SteeringBus
-        assert.deepStrictEqual((yield* bus.pending).map((m) => m.customType), ["resolve-reminder"])
+        deepStrictEqual((yield* bus.pending).map((m) => m.customType), ["resolve-reminder"])
       })))
 
   it.live("apply writes exactly the previewed change, in every file", () =>
@@ -156,15 +157,15 @@ describe("FileEditPreview", () => {
         const details = result.details as any
         assert.strictEqual(details.label, "Edit: 4 replacement(s) in 2 file(s)")
         assert.strictEqual(details.sourceToolName, "edit")
-        assert.deepStrictEqual(details.sourceResultDetails.files, [
+        deepStrictEqual(details.sourceResultDetails.files, [
           { path: "a.txt", replacements: 3 },
           { path: "b.txt", replacements: 1 }
         ])
         assert.strictEqual(yield* readText(root, "a.txt"), "1 2 1\n")
         assert.strictEqual(yield* readText(root, "b.txt"), "alpha\ngamma\n")
-        assert.deepStrictEqual(yield* listing(root), ["a.txt", "b.txt"])
+        deepStrictEqual(yield* listing(root), ["a.txt", "b.txt"])
         const queue = yield* ToolChoiceQueue
-        assert.deepStrictEqual(yield* queue.inspect, [])
+        deepStrictEqual(yield* queue.inspect, [])
       })))
 
   it.live("newText with $ patterns is inserted literally", () =>
@@ -185,7 +186,7 @@ describe("FileEditPreview", () => {
           "Discarded: Edit: 1 replacement(s) in 1 file(s). Nothing was written to a.txt. Reason: Not needed."
         )
         assert.strictEqual(yield* readText(root, "a.txt"), "x\n")
-        assert.deepStrictEqual(yield* listing(root), ["a.txt"])
+        deepStrictEqual(yield* listing(root), ["a.txt"])
       })))
 
   it.live("keeps file modes", () =>
@@ -211,7 +212,7 @@ describe("FileEditPreview", () => {
         assert.include(ToolResult.textOf(result), "\\ No newline at end of file")
         successOf(yield* turn({ action: "apply", reason: "ok" }))
         const win = yield* Effect.promise(() => NFS.readFile(NPath.join(root, "win.txt")))
-        assert.deepStrictEqual([...win], [...Buffer.from("\uFEFFa\r\nB\r\nc", "utf8")])
+        deepStrictEqual([...win], [...Buffer.from("\uFEFFa\r\nB\r\nc", "utf8")])
         assert.strictEqual(yield* readText(root, "unix.txt"), "X\ny")
       })))
 
@@ -240,7 +241,7 @@ describe("FileEditPreview", () => {
           const error = failureOf(yield* Effect.exit(edit(input)))
           check(error)
           yield* nothingStaged
-          assert.deepStrictEqual(yield* listing(root), before)
+          deepStrictEqual(yield* listing(root), before)
           assert.strictEqual(yield* readText(root, "a.txt"), "one one two\n")
         }), limits)
 
@@ -310,7 +311,7 @@ describe("FileEditPreview", () => {
       inWorkspace({ "a.txt": "x\n" }, ({ root }) =>
         Effect.gen(function*() {
           const result = yield* edit(one(NPath.join(root, "a.txt"), "x", "y"))
-          assert.deepStrictEqual((result.details as any).files, [{ path: "a.txt", replacements: 1 }])
+          deepStrictEqual((result.details as any).files, [{ path: "a.txt", replacements: 1 }])
         })))
 
     it.live("a symlink (file or directory) that resolves outside the workspace", () =>
@@ -420,10 +421,10 @@ describe("FileEditPreview", () => {
         assert.strictEqual(yield* readText(root, "a.txt"), "a\n")
         assert.strictEqual(yield* readText(root, "b.txt"), "b changed by someone\n")
         const queue = yield* ToolChoiceQueue
-        assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
         const discarded = successOf(yield* turn({ action: "discard", reason: "Stale." }))
         assert.include(ToolResult.textOf(discarded), "Discarded: Edit: 2 replacement(s) in 2 file(s)")
-        assert.deepStrictEqual(yield* queue.inspect, [])
+        deepStrictEqual(yield* queue.inspect, [])
         assert.strictEqual(yield* readText(root, "a.txt"), "a\n")
         assert.strictEqual((preview.details as any).fileCount, 2)
       })))
@@ -435,7 +436,7 @@ describe("FileEditPreview", () => {
         yield* Effect.promise(() => NFS.rm(NPath.join(root, "a.txt")))
         const error = failureOf(yield* turn({ action: "apply", reason: "ok" }))
         assert.include(error.message, "Preview is stale: a.txt (now missing or unreadable)")
-        assert.deepStrictEqual(yield* listing(root), [])
+        deepStrictEqual(yield* listing(root), [])
       })))
 
   it.live("two stacked previews of one file: the second applied first makes the first stale, not merged", () =>
@@ -450,9 +451,9 @@ describe("FileEditPreview", () => {
         assert.include(stale.message, "Preview is stale: a.txt changed after the preview")
         assert.strictEqual(yield* readText(root, "a.txt"), "first line\nSECOND\n")
         const queue = yield* ToolChoiceQueue
-        assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
         successOf(yield* turn({ action: "discard", reason: "Stale; preview again." }))
-        assert.deepStrictEqual(yield* queue.inspect, [])
+        deepStrictEqual(yield* queue.inspect, [])
       })))
 
   // ---------------------------------------------------------------------------------------------------------------
@@ -484,10 +485,10 @@ describe("FileEditPreview", () => {
               if (k > 1) assert.include(error.message, "Restored from the preview's snapshot: ")
             }
             for (const name of ["a", "b", "c"]) assert.strictEqual(yield* readText(root, `${name}.txt`), `${name}\n`)
-            assert.deepStrictEqual(yield* listing(root), ["a.txt", "b.txt", "c.txt"])
+            deepStrictEqual(yield* listing(root), ["a.txt", "b.txt", "c.txt"])
             // Still pending: the next forced turn applies it.
             const queue = yield* ToolChoiceQueue
-            assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+            deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
             successOf(yield* turn({ action: "apply", reason: "retry" }))
             for (const name of ["a", "b", "c"]) {
               assert.strictEqual(yield* readText(root, `${name}.txt`), `${name.toUpperCase()}\n`)
@@ -512,8 +513,8 @@ describe("FileEditPreview", () => {
         assert.isTrue(Exit.isInterrupted(exit))
         yield* queue.resolve
         for (const name of ["a", "b", "c"]) assert.strictEqual(yield* readText(root, `${name}.txt`), `${name}\n`)
-        assert.deepStrictEqual(yield* listing(root), ["a.txt", "b.txt", "c.txt"])
-        assert.deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        deepStrictEqual(yield* listing(root), ["a.txt", "b.txt", "c.txt"])
+        deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
         successOf(yield* turn({ action: "apply", reason: "again" }))
         assert.strictEqual(yield* readText(root, "c.txt"), "C\n")
       })))
@@ -540,9 +541,9 @@ describe("FileEditPreview", () => {
         for (const name of ["a", "b", "c"]) {
           assert.strictEqual(yield* readText(root, `${name}.txt`), `${name.toUpperCase()}\n`)
         }
-        assert.deepStrictEqual(yield* listing(root), ["a.txt", "b.txt", "c.txt"])
+        deepStrictEqual(yield* listing(root), ["a.txt", "b.txt", "c.txt"])
         // Committed: the action is applied and not requeued.
-        assert.deepStrictEqual(yield* queue.inspect, [])
+        deepStrictEqual(yield* queue.inspect, [])
       })))
 
   it.live("works on the plain NodeContext layer", () =>
@@ -578,8 +579,8 @@ describe("FaultyFileSystem (test support)", () => {
         assert.strictEqual(failed._tag, "SystemError")
         assert.include(failed.message, "boom")
         yield* fs.readFile(NPath.join(root, "b.txt")) // fired once, gone
-        assert.deepStrictEqual(yield* Ref.get(plan), [])
-        assert.deepStrictEqual((yield* Ref.get(journal)).map((c) => [NPath.basename(c.path), c.failed]), [
+        deepStrictEqual(yield* Ref.get(plan), [])
+        deepStrictEqual((yield* Ref.get(journal)).map((c) => [NPath.basename(c.path), c.failed]), [
           ["a.txt", false],
           ["a.txt", false],
           ["b.txt", false],

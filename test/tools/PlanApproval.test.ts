@@ -1,5 +1,6 @@
 import { NodeContext } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
+import { deepStrictEqual } from "@effect/vitest/utils"
 import { Cause, Effect, Exit, Layer, Option, Ref, Scope } from "effect"
 import * as NFS from "node:fs/promises"
 import * as OS from "node:os"
@@ -73,7 +74,7 @@ describe("PlanApproval", () => {
     ]
     for (const [input, expected, rule] of cases) {
       it(`${rule}: ${JSON.stringify(input)}`, () => {
-        assert.deepStrictEqual(PlanApproval.slug(input), Option.fromNullable(expected))
+        deepStrictEqual(PlanApproval.slug(input), Option.fromNullable(expected))
       })
     }
   })
@@ -142,21 +143,21 @@ describe("PlanApproval", () => {
           ToolResult.textOf(result),
           `Plan approved: Add-Caching. Plan mode is over; implement the plan in ${plan.path}.`
         )
-        assert.deepStrictEqual(result.details, {
+        deepStrictEqual(result.details, {
           action: "apply",
           reason: "The plan is complete.",
           sourceToolName: "plan",
           label: "Plan: PLAN.md",
           sourceResultDetails: { planFilePath: plan.path, title: "Add-Caching", planExists: true }
         })
-        assert.deepStrictEqual(yield* Ref.get(seen), [{
+        deepStrictEqual(yield* Ref.get(seen), [{
           planFilePath: plan.path,
           title: "Add-Caching",
           content: "# Add Caching\n\n1. Do it.\n",
           reason: "The plan is complete.",
           extra: {}
         }])
-        assert.deepStrictEqual(yield* mode.left, { _tag: "Approved", title: "Add-Caching", planFilePath: plan.path })
+        deepStrictEqual(yield* mode.left, { _tag: "Approved", title: "Add-Caching", planFilePath: plan.path })
         assert.isFalse(yield* mode.active)
         const standing = yield* StandingResolveHandler
         assert.isTrue(Option.isNone(yield* standing.peek))
@@ -174,7 +175,7 @@ describe("PlanApproval", () => {
           yield* resolveCall({ action: "apply", reason: "ok", extra: { title: "cache layer v2.md" } })
         )
         assert.strictEqual((result.details as any).sourceResultDetails.title, "cache-layer-v2")
-        assert.deepStrictEqual((result.details as any).extra, { title: "cache layer v2.md" })
+        deepStrictEqual((result.details as any).extra, { title: "cache layer v2.md" })
         assert.strictEqual((yield* mode.left)._tag, "Approved")
       })
     ))
@@ -194,7 +195,7 @@ describe("PlanApproval", () => {
           `Plan refinement requested: Cover the error cases.. Revise ${plan.path} and call resolve with action ` +
             `"apply" again when it is ready. You are still in plan mode.`
         )
-        assert.deepStrictEqual((refusal.details as any).sourceResultDetails, {
+        deepStrictEqual((refusal.details as any).sourceResultDetails, {
           planFilePath: plan.path,
           title: "Draft",
           planExists: true
@@ -278,7 +279,7 @@ describe("PlanApproval", () => {
       Effect.gen(function*() {
         const mode = yield* PlanApproval.enter({ planFilePath: plan.path, approve: PlanApproval.autoApprove })
         yield* mode.leave
-        assert.deepStrictEqual(yield* mode.left, { _tag: "Left" })
+        deepStrictEqual(yield* mode.left, { _tag: "Left" })
         const standing = yield* StandingResolveHandler
         assert.isTrue(Option.isNone(yield* standing.peek))
       })
@@ -294,7 +295,7 @@ describe("PlanApproval", () => {
         )
         assert.isTrue(yield* mode.active)
         yield* Scope.close(scope, Exit.void)
-        assert.deepStrictEqual(yield* mode.left, { _tag: "Left" })
+        deepStrictEqual(yield* mode.left, { _tag: "Left" })
         const standing = yield* StandingResolveHandler
         assert.isTrue(Option.isNone(yield* standing.peek))
       })

@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { deepStrictEqual } from "@effect/vitest/utils"
 import { Option } from "effect"
 import { ToolChoice } from "../../src/index.js"
 import * as ProviderToolChoice from "../../src/tools/ProviderToolChoice.js"
@@ -7,10 +8,10 @@ const resolve = ToolChoice.forceTool("resolve")
 
 describe("ProviderToolChoice", () => {
   it("Anthropic Messages: auto, any, none and a named tool", () => {
-    assert.deepStrictEqual(ProviderToolChoice.toAnthropic("auto"), Option.some({ type: "auto" as const }))
-    assert.deepStrictEqual(ProviderToolChoice.toAnthropic("required"), Option.some({ type: "any" as const }))
-    assert.deepStrictEqual(ProviderToolChoice.toAnthropic("none"), Option.some({ type: "none" as const }))
-    assert.deepStrictEqual(
+    deepStrictEqual(ProviderToolChoice.toAnthropic("auto"), Option.some({ type: "auto" as const }))
+    deepStrictEqual(ProviderToolChoice.toAnthropic("required"), Option.some({ type: "any" as const }))
+    deepStrictEqual(ProviderToolChoice.toAnthropic("none"), Option.some({ type: "none" as const }))
+    deepStrictEqual(
       ProviderToolChoice.toAnthropic(resolve),
       Option.some({ type: "tool" as const, name: "resolve" })
     )
@@ -20,50 +21,50 @@ describe("ProviderToolChoice", () => {
     const thinking = ProviderToolChoice.anthropicExtendedThinking
     assert.isTrue(Option.isNone(ProviderToolChoice.toAnthropic(resolve, thinking)))
     assert.isTrue(Option.isNone(ProviderToolChoice.toAnthropic("required", thinking)))
-    assert.deepStrictEqual(ProviderToolChoice.toAnthropic("auto", thinking), Option.some({ type: "auto" as const }))
-    assert.deepStrictEqual(ProviderToolChoice.toAnthropic("none", thinking), Option.some({ type: "none" as const }))
+    deepStrictEqual(ProviderToolChoice.toAnthropic("auto", thinking), Option.some({ type: "auto" as const }))
+    deepStrictEqual(ProviderToolChoice.toAnthropic("none", thinking), Option.some({ type: "none" as const }))
   })
 
   it("OpenAI Chat Completions: strings and { type: function, function: { name } }", () => {
-    assert.deepStrictEqual(ProviderToolChoice.toOpenAiChat("auto"), Option.some("auto" as const))
-    assert.deepStrictEqual(ProviderToolChoice.toOpenAiChat("none"), Option.some("none" as const))
-    assert.deepStrictEqual(ProviderToolChoice.toOpenAiChat("required"), Option.some("required" as const))
-    assert.deepStrictEqual(
+    deepStrictEqual(ProviderToolChoice.toOpenAiChat("auto"), Option.some("auto" as const))
+    deepStrictEqual(ProviderToolChoice.toOpenAiChat("none"), Option.some("none" as const))
+    deepStrictEqual(ProviderToolChoice.toOpenAiChat("required"), Option.some("required" as const))
+    deepStrictEqual(
       ProviderToolChoice.toOpenAiChat(resolve),
       Option.some({ type: "function" as const, function: { name: "resolve" } })
     )
   })
 
   it("OpenAI Responses: strings and { type: function, name }", () => {
-    assert.deepStrictEqual(ProviderToolChoice.toOpenAiResponses("required"), Option.some("required" as const))
-    assert.deepStrictEqual(
+    deepStrictEqual(ProviderToolChoice.toOpenAiResponses("required"), Option.some("required" as const))
+    deepStrictEqual(
       ProviderToolChoice.toOpenAiResponses(resolve),
       Option.some({ type: "function" as const, name: "resolve" })
     )
   })
 
   it("Gemini: AUTO, NONE, ANY, and ANY with allowedFunctionNames", () => {
-    assert.deepStrictEqual(
+    deepStrictEqual(
       ProviderToolChoice.toGemini("auto"),
       Option.some({ functionCallingConfig: { mode: "AUTO" as const } })
     )
-    assert.deepStrictEqual(
+    deepStrictEqual(
       ProviderToolChoice.toGemini("none"),
       Option.some({ functionCallingConfig: { mode: "NONE" as const } })
     )
-    assert.deepStrictEqual(
+    deepStrictEqual(
       ProviderToolChoice.toGemini("required"),
       Option.some({ functionCallingConfig: { mode: "ANY" as const } })
     )
-    assert.deepStrictEqual(
+    deepStrictEqual(
       ProviderToolChoice.toGemini(resolve),
       Option.some({ functionCallingConfig: { mode: "ANY" as const, allowedFunctionNames: ["resolve"] } })
     )
   })
 
   it("@effect/ai: strings and { tool: name }", () => {
-    assert.deepStrictEqual(ProviderToolChoice.toEffectAi("auto"), Option.some("auto" as const))
-    assert.deepStrictEqual(ProviderToolChoice.toEffectAi(resolve), Option.some({ tool: "resolve" }))
+    deepStrictEqual(ProviderToolChoice.toEffectAi("auto"), Option.some("auto" as const))
+    deepStrictEqual(ProviderToolChoice.toEffectAi(resolve), Option.some({ tool: "resolve" }))
   })
 
   it("names a provider rejects are none, never a malformed request", () => {

@@ -1,4 +1,5 @@
 import { assert, describe, it } from "@effect/vitest"
+import { deepStrictEqual } from "@effect/vitest/utils"
 import { Cause, Effect, Exit } from "effect"
 import {
   ApplyFailed,
@@ -36,14 +37,14 @@ const applyFailed = Exit.fail(
 describe("Renderer", () => {
   describe("renderResolve without colour", () => {
     it("Accept: summary, [source] badge, reason, result line", () => {
-      assert.deepStrictEqual(
+      deepStrictEqual(
         Renderer.renderResolve({ action: "apply", reason: "The diff matches." }, applied, plain),
         ["Accept 2 replacement(s) in 1 file(s) [Edit]", "  The diff matches.", "  Applied the edit."]
       )
     })
 
     it("Discard", () => {
-      assert.deepStrictEqual(Renderer.renderResolve({ action: "discard", reason: "Too broad." }, discarded, plain), [
+      deepStrictEqual(Renderer.renderResolve({ action: "discard", reason: "Too broad." }, discarded, plain), [
         "Discard 2 replacement(s) in 1 file(s) [Edit]",
         "  Too broad.",
         "  Discarded: Edit: 2 replacement(s) in 1 file(s). Reason: Too broad."
@@ -51,7 +52,7 @@ describe("Renderer", () => {
     })
 
     it("Failed keeps the label and the reason of an ApplyFailed", () => {
-      assert.deepStrictEqual(Renderer.renderResolve({ action: "apply", reason: "Run it." }, applyFailed, plain), [
+      deepStrictEqual(Renderer.renderResolve({ action: "apply", reason: "Run it." }, applyFailed, plain), [
         "Failed 1 table [Migration]",
         "  Run it.",
         "  Apply failed: database is locked"
@@ -60,14 +61,14 @@ describe("Renderer", () => {
 
     it("Failed with a ToolError takes the label from options, the reason from the call", () => {
       const stale = Exit.fail(new ToolError({ message: "Preview is stale: a.txt changed after the preview." }))
-      assert.deepStrictEqual(
+      deepStrictEqual(
         Renderer.renderResolve({ action: "apply", reason: "ok" }, stale, {
           ...plain,
           label: "Edit: 1 replacement(s) in 1 file(s)"
         }),
         ["Failed 1 replacement(s) in 1 file(s) [Edit]", "  ok", "  Preview is stale: a.txt changed after the preview."]
       )
-      assert.deepStrictEqual(
+      deepStrictEqual(
         Renderer.renderResolve({ action: "apply", reason: "ok" }, stale, plain)[0],
         "Failed pending action"
       )
@@ -75,7 +76,7 @@ describe("Renderer", () => {
 
     it("an isError result is Failed", () => {
       const result = { ...ToolResult.text("Could not deploy.", { label: "Deploy: api" }), isError: true }
-      assert.deepStrictEqual(Renderer.renderResolve({ action: "apply", reason: "go" }, result, plain), [
+      deepStrictEqual(Renderer.renderResolve({ action: "apply", reason: "go" }, result, plain), [
         "Failed api [Deploy]",
         "  go",
         "  Could not deploy."
@@ -84,7 +85,7 @@ describe("Renderer", () => {
 
     it("a label without ': ' is all summary; the badge falls back to sourceToolName", () => {
       const result = ToolResult.text("ok", { label: "Rename things", sourceToolName: "rename", action: "apply" })
-      assert.deepStrictEqual(Renderer.renderResolve({ reason: "r" }, result, plain), [
+      deepStrictEqual(Renderer.renderResolve({ reason: "r" }, result, plain), [
         "Accept Rename things [rename]",
         "  r",
         "  ok"
@@ -92,7 +93,7 @@ describe("Renderer", () => {
     })
 
     it("no pending action, no reason", () => {
-      assert.deepStrictEqual(Renderer.renderResolve({ action: "apply" }, Exit.fail(new NoPendingAction()), plain), [
+      deepStrictEqual(Renderer.renderResolve({ action: "apply" }, Exit.fail(new NoPendingAction()), plain), [
         "Failed pending action",
         "  (no reason given)",
         "  No pending action to resolve. Nothing to apply or discard."
@@ -100,14 +101,14 @@ describe("Renderer", () => {
     })
 
     it("an interruption", () => {
-      assert.deepStrictEqual(
+      deepStrictEqual(
         Renderer.renderResolve({ action: "apply", reason: "r" }, Exit.failCause(Cause.interrupt(0 as any)), plain)[2],
         "  Interrupted; the pending action is unchanged."
       )
     })
 
     it("multi-line reasons stay indented; control characters and escapes are stripped", () => {
-      assert.deepStrictEqual(
+      deepStrictEqual(
         Renderer.renderResolve(
           { action: "apply", reason: "line one\r\nline\ttwo \x1b[31mred\x1b[0m\x07" },
           applied,
@@ -120,7 +121,7 @@ describe("Renderer", () => {
 
   describe("renderResolve with colour", () => {
     it("Accept", () => {
-      assert.deepStrictEqual(
+      deepStrictEqual(
         Renderer.renderResolve({ action: "apply", reason: "The diff matches." }, applied, colour),
         [
           "\x1b[1;32mAccept\x1b[0m 2 replacement(s) in 1 file(s)\x1b[36m [Edit]\x1b[0m",
@@ -138,7 +139,7 @@ describe("Renderer", () => {
     })
 
     it("Failed", () => {
-      assert.deepStrictEqual(Renderer.renderResolve({ action: "apply", reason: "Run it." }, applyFailed, colour), [
+      deepStrictEqual(Renderer.renderResolve({ action: "apply", reason: "Run it." }, applyFailed, colour), [
         "\x1b[1;31mFailed\x1b[0m 1 table\x1b[36m [Migration]\x1b[0m",
         "  Run it.",
         "\x1b[31m  Apply failed: database is locked\x1b[0m"
@@ -146,11 +147,11 @@ describe("Renderer", () => {
     })
 
     it("truncation closes the colour", () => {
-      assert.deepStrictEqual(
+      deepStrictEqual(
         Renderer.renderResolve({ action: "apply", reason: "r" }, applied, { width: 20, color: true })[0],
         "\x1b[1;32mAccept\x1b[0m 2 replacemen…"
       )
-      assert.deepStrictEqual(
+      deepStrictEqual(
         Renderer.renderResolve({ action: "apply", reason: "r" }, applied, { width: 40, color: true })[0],
         "\x1b[1;32mAccept\x1b[0m 2 replacement(s) in 1 file(s)\x1b[36m [E…\x1b[0m"
       )
@@ -193,7 +194,7 @@ describe("Renderer", () => {
           }
         }
       }
-      assert.deepStrictEqual(Renderer.renderResolve(call, result, { width: 16, color: false }), [
+      deepStrictEqual(Renderer.renderResolve(call, result, { width: 16, color: false }), [
         "Accept 2 件の置…",
         "  変更は要求と…",
         "  適用しました"
@@ -226,7 +227,7 @@ describe("Renderer", () => {
       const call = { action: "apply", reason: "Looks right." } as const
       const exit = yield* Effect.exit(ResolveTool.execute(call))
       yield* queue.resolve
-      assert.deepStrictEqual(Renderer.renderResolve(call, exit, plain), [
+      deepStrictEqual(Renderer.renderResolve(call, exit, plain), [
         "Failed 1 replacement(s) in 1 file(s) [Edit]",
         "  Looks right.",
         "  Apply failed: disk full"
