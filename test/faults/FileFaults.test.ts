@@ -83,30 +83,36 @@ interface Outcome {
   readonly applied: boolean
 }
 
+/** A fresh temporary workspace holding the 3 files, and a session over it whose file system takes faults. */
+const freshWorkspace = Effect.gen(function*() {
+  const root = yield* Effect.acquireRelease(
+    Effect.promise(() => NFS.mkdtemp(NPath.join(OS.tmpdir(), "effect-resolve-faults-"))),
+    (dir) => Effect.promise(() => NFS.rm(dir, { recursive: true, force: true }))
+  )
+  yield* Effect.promise(async () => {
+    for (const [name, { mode, text }] of Object.entries(before)) {
+      await NFS.mkdir(NPath.dirname(NPath.join(root, name)), { recursive: true })
+      await NFS.writeFile(NPath.join(root, name), text)
+      await NFS.chmod(NPath.join(root, name), mode)
+    }
+  })
+  const plan = yield* FaultyFileSystem.makePlan
+  const layer = Layer.mergeAll(
+    ResolveRuntime.layer,
+    FaultyFileSystem.layer(plan),
+    NodePath.layer,
+    FileEditPreview.layer({ root })
+  )
+  return { root, plan, layer }
+})
+
 /**
  * A fresh workspace and session: preview the 3-file edit, arm `faults`, apply once, check the invariant, then (when
  * not applied) apply again without faults and check it is applied once.
  */
 const runWithFaults = (faults: ReadonlyArray<FaultyFileSystem.Fault>, label: string) =>
   Effect.scoped(Effect.gen(function*() {
-    const root = yield* Effect.acquireRelease(
-      Effect.promise(() => NFS.mkdtemp(NPath.join(OS.tmpdir(), "effect-resolve-faults-"))),
-      (dir) => Effect.promise(() => NFS.rm(dir, { recursive: true, force: true }))
-    )
-    yield* Effect.promise(async () => {
-      for (const [name, { mode, text }] of Object.entries(before)) {
-        await NFS.mkdir(NPath.dirname(NPath.join(root, name)), { recursive: true })
-        await NFS.writeFile(NPath.join(root, name), text)
-        await NFS.chmod(NPath.join(root, name), mode)
-      }
-    })
-    const plan = yield* FaultyFileSystem.makePlan
-    const layer = Layer.mergeAll(
-      ResolveRuntime.layer,
-      FaultyFileSystem.layer(plan),
-      NodePath.layer,
-      FileEditPreview.layer({ root })
-    )
+    const { layer, plan, root } = yield* freshWorkspace
     return yield* Effect.gen(function*() {
       const queue = yield* ToolChoiceQueue
       yield* FileEditPreview.tool.execute(editAll)
@@ -202,11 +208,35 @@ describe("file-system faults during a 3-file apply", () => {
     )
   }
 
-  it.live("a rollback restores a renamed file through the snapshot, keeping its mode", () =>
-    Effect.gen(function*() {
-      // rename #3 fails after a.txt and src/b.ts were renamed over their targets: both are restored.
-      const outcome = yield* runWithFaults([FaultyFileSystem.fail("rename", 3)], "rename #3")
-      assert.isTrue(outcome.reached)
-      assert.isFalse(outcome.applied)
-    }))
+  it.live("a double fault (a restore fails too) is reported by name, and the preview then refuses as stale", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const { layer, plan, root } = yield* freshWorkspace
+      yield* Effect.gen(function*() {
+        const queue = yield* ToolChoiceQueue
+        yield* FileEditPreview.tool.execute(editAll)
+        // rename #3 fails after a.txt and src/b.ts were renamed; the rollback restores src/b.ts (writeFile #4),
+        // then restoring a.txt (writeFile #5) fails as well.
+        yield* FaultyFileSystem.arm(plan, FaultyFileSystem.fail("rename", 3))
+        yield* FaultyFileSystem.arm(plan, FaultyFileSystem.fail("writeFile", 5))
+        const exit = yield* applyTurn
+        deepStrictEqual(yield* Ref.get(plan), [])
+        const error = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
+        assert.isTrue(Option.isSome(error), String(exit))
+        if (Option.isSome(error)) {
+          assert.include(error.value.message, "a.txt could not be restored")
+          assert.include(error.value.message, "check them by hand")
+        }
+        const files = yield* snapshot(root)
+        assert.strictEqual(files["a.txt"], expected("after")["a.txt"])
+        assert.strictEqual(files["src/b.ts"], expected("before")["src/b.ts"])
+        assert.strictEqual(files["src/deep/c.md"], expected("before")["src/deep/c.md"])
+        deepStrictEqual(Object.keys(files).filter(isTemp), [])
+        // Not applied; a retry finds a.txt changed since the preview and writes nothing.
+        deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        const retry = yield* applyTurn
+        const stale = Exit.isFailure(retry) ? Cause.failureOption(retry.cause) : Option.none()
+        assert.isTrue(Option.isSome(stale) && stale.value.message.includes("Preview is stale: a.txt"), String(retry))
+        deepStrictEqual(yield* snapshot(root), files)
+      }).pipe(Effect.provide(layer))
+    })))
 })
