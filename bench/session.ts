@@ -11,10 +11,15 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { performance } from "node:perf_hooks"
-import { queueResolveHandler, SteeringBus, ToolChoiceQueue, ToolResult } from "../src/index.js"
-import * as ScriptedModel from "../src/layers/ScriptedModel.js"
-import { ResolveConfig } from "../src/services/ResolveConfig.js"
-import { TurnDriver } from "../src/services/TurnDriver.js"
+import {
+  queueResolveHandler,
+  ResolveConfig,
+  ScriptedModel,
+  SteeringBus,
+  ToolChoiceQueue,
+  ToolResult,
+  TurnDriver
+} from "../src/index.js"
 import { median, type Row } from "./harness.js"
 
 const Stage = Tool.make("stage", {
