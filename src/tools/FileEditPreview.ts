@@ -97,6 +97,12 @@ export const layer = (
 // parameters
 // -----------------------------------------------------------------------------------------------------------------
 
+/** A lone UTF-16 surrogate: the string cannot be encoded as UTF-8 (it would be written as U+FFFD). */
+const loneSurrogate = /\p{Surrogate}/u
+
+const utf8Text = (s: string): true | string =>
+  !loneSurrogate.test(s) || "must be valid UTF-8 text (it contains a lone surrogate)"
+
 /**
  * One replacement: `oldText` (exact, non-empty) becomes `newText`. Without `replaceAll`, `oldText` must occur
  * exactly once.
@@ -106,9 +112,10 @@ export const layer = (
  */
 export const Replacement = Schema.Struct({
   oldText: Schema.String.pipe(
-    Schema.minLength(1, { message: () => "must not be empty: copy the exact text to replace" })
+    Schema.minLength(1, { message: () => "must not be empty: copy the exact text to replace" }),
+    Schema.filter(utf8Text)
   ).annotations({ title: "oldText", description: "The exact text to replace, including whitespace and line breaks." }),
-  newText: Schema.String.annotations({ description: "The text that replaces oldText." }),
+  newText: Schema.String.pipe(Schema.filter(utf8Text)).annotations({ description: "The text that replaces oldText." }),
   replaceAll: Schema.optional(Schema.Boolean.annotations({
     description: "Replace every occurrence. Without it, oldText must occur exactly once."
   }))
@@ -121,7 +128,12 @@ export const Replacement = Schema.Struct({
  * @category schemas
  */
 export const FileEdits = Schema.Struct({
-  path: Schema.String.pipe(Schema.minLength(1, { message: () => "must not be empty" })).annotations({
+  path: Schema.String.pipe(
+    Schema.minLength(1, { message: () => "must not be empty" }),
+    Schema.maxLength(4096, { message: () => "must be at most 4096 characters" }),
+    Schema.filter((s) => !s.includes("\u0000") || "must not contain a NUL byte"),
+    Schema.filter(utf8Text)
+  ).annotations({
     title: "path",
     description: "The file, relative to the workspace root."
   }),
@@ -375,7 +387,67 @@ const decodeParams = Schema.decodeUnknown(EditParams, { onExcessProperty: "error
  * @since 0.1.0
  * @category decoding
  */
-export const decodeEditParams = (input: unknown): Effect.Effect<EditParams, InvalidEditParams> =>
+export const decodeEditParams = (input: unknown): Effect.Effect<EditParams, InvalidEditParams> => {
+  // Schema's error formatting prints the offending value recursively: a value nested thousands of levels deep would
+  // overflow the stack (a defect instead of a typed error), so such values are refused first.
+  const deep = tooDeepField(input)
+  return deep !== undefined ?
+    Effect.fail(new InvalidEditParams({ field: deep, problem: `is nested deeper than ${maxNesting} levels` })) :
+    decodeChecked(input)
+}
+
+/** Deeper than any valid input (root, files, file, edits, edit: 4 levels). */
+const maxNesting = 16
+
+/** The top-level key whose value nests objects or arrays more than `maxNesting` levels deep (iterative, bounded). */
+const tooDeepField = (input: unknown): string | undefined => {
+  if (input === null || typeof input !== "object") return undefined
+  const fields = Array.isArray(input) ? [["(root)", input] as const] : Object.entries(input)
+  for (const [key, value] of fields) {
+    let level: Array<unknown> = [value]
+    for (let depth = 0; level.length > 0 && level.length <= 100_000; depth++) {
+      if (depth > maxNesting) return key
+      level = level.flatMap((item) => item !== null && typeof item === "object" ? Object.values(item) : [])
+    }
+  }
+  return undefined
+}
+
+/** What each field must be, for type errors (Schema's own text names annotations and prints the whole value). */
+const expected = (path: ReadonlyArray<PropertyKey>): string => {
+  const last = path[path.length - 1]
+  const parent = path[path.length - 2]
+  return path.length === 0 ?
+    "must be a JSON object { \"files\": [...] }" :
+    last === "files" ?
+    "must be a non-empty array of { \"path\", \"edits\" }" :
+    parent === "files" ?
+    "must be an object { \"path\", \"edits\" }" :
+    last === "edits" ?
+    "must be a non-empty array of { \"oldText\", \"newText\" }" :
+    parent === "edits" ?
+    "must be an object { \"oldText\", \"newText\", \"replaceAll\"? }" :
+    last === "replaceAll" ?
+    "must be true or false" :
+    "must be a string"
+}
+
+const show = (value: unknown): string => {
+  const text = Array.isArray(value) ? "an array" : value === null ? "null" : typeof value === "object" ?
+    "an object" :
+    typeof value === "string" ?
+    JSON.stringify(value) :
+    String(value)
+  return text.length > 40 ? `${text.slice(0, 40)}…` : text
+}
+
+const valueAt = (input: unknown, path: ReadonlyArray<PropertyKey>): unknown =>
+  path.reduce<unknown>(
+    (value, key) => value !== null && typeof value === "object" ? (value as any)[key] : undefined,
+    input
+  )
+
+const decodeChecked = (input: unknown): Effect.Effect<EditParams, InvalidEditParams> =>
   Effect.mapError(decodeParams(input), (error) => {
     const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
     // An empty non-empty array is reported as its missing element 0: name the array instead.
@@ -390,6 +462,8 @@ export const decodeEditParams = (input: unknown): Effect.Effect<EditParams, Inva
       "is not an edit parameter" :
       issue._tag === "Missing" ?
       "is required" :
+      issue._tag === "Type" ?
+      `${expected(path)}, got ${show(valueAt(input, path))}` :
       issue.message
     return new InvalidEditParams({ field, problem })
   })
@@ -529,7 +603,10 @@ const writeAll = (
         }
         const done = new Set(renamed.map(({ file }) => file.realPath))
         for (let i = 0; i < files.length; i++) {
-          if (!done.has(files[i]!.file.realPath)) yield* Effect.ignore(fs.remove(temps[i]!))
+          // A temporary file that exists is removed even if the first attempts fail (a transient error).
+          if (!done.has(files[i]!.file.realPath)) {
+            yield* Effect.ignore(Effect.retry(fs.remove(temps[i]!), { times: 2, while: (e) => !isNotFound(e) }))
+          }
         }
         return yield* new EditWriteFailed({
           path: failedAt,
