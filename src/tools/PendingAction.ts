@@ -19,14 +19,14 @@
  * @since 0.1.0
  */
 import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
-import * as Ref from "effect/Ref"
 import { ApplyFailed, NoPendingAction, ToolError } from "../domain/Errors.js"
-import type { Extra, Invoker, ResolveDetails, ResolveInvocation } from "../domain/ResolveParams.js"
+import type { Extra, Invoker, ResolveDetails, ResolveError, ResolveInvocation } from "../domain/ResolveParams.js"
 import { resolveReminder } from "../domain/SteeringMessage.js"
 import { forceTool } from "../domain/ToolChoice.js"
 import * as ToolResult from "../domain/ToolResult.js"
@@ -82,7 +82,12 @@ export interface PendingActionHandle {
  */
 export const directiveLabel = (sourceToolName: string): string => `pending-action:${sourceToolName}`
 
-const currentCommit = FiberRef.unsafeMake<Option.Option<Ref.Ref<boolean>>>(Option.none())
+/** Set by `commit` once the irreversible part of `apply` succeeded; one per `resolve` call. */
+interface CommitMarker {
+  committed: boolean
+}
+
+const currentCommit = FiberRef.unsafeMake<Option.Option<CommitMarker>>(Option.none())
 
 /**
  * Runs `self` uninterruptibly and, once it succeeds, counts the pending action as applied even if the `resolve`
@@ -95,7 +100,10 @@ const currentCommit = FiberRef.unsafeMake<Option.Option<Ref.Ref<boolean>>>(Optio
 export const commit = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.uninterruptible(
     Effect.flatMap(FiberRef.get(currentCommit), (marker) =>
-      Option.isNone(marker) ? self : Effect.tap(self, () => Ref.set(marker.value, true)))
+      Option.isNone(marker) ? self : Effect.tap(self, () =>
+        Effect.sync(() => {
+          marker.value.committed = true
+        })))
   )
 
 const messageOf = (error: unknown): string => {
@@ -183,10 +191,15 @@ export const runResolveInvocation = <E, R>(
   return Effect.map(run, (result) => withResolveDetails(result, invocation, spec))
 }
 
+/**
+ * A staged action's state. Mutable and closure-local to one staging, read and changed only inside synchronous
+ * blocks (`Effect.sync` / `Effect.suspend` thunks): such a block runs to its end before any other fiber runs and
+ * cannot be interrupted half-way, so each is atomic exactly like the `Ref.modify` it replaces (bench/).
+ */
 interface Lifecycle {
-  readonly status: PendingStatus
+  status: PendingStatus
   /** Cleared or removed from the queue while a resolve call was running. */
-  readonly dropped: boolean
+  dropped: boolean
 }
 
 /**
@@ -199,79 +212,95 @@ interface Lifecycle {
  * @since 0.1.0
  * @category constructors
  */
-export const queueResolveHandler: <E, R>(
+export const queueResolveHandler = <E, R>(
   spec: PendingActionSpec<E, R>
-) => Effect.Effect<PendingActionHandle, never, ToolChoiceQueue | SteeringBus | R> = Effect.fnUntraced(
-  // Untraced: staging is on every preview's hot path and a span with its captured stack cost about 20 µs (bench/).
-  function*<E, R>(spec: PendingActionSpec<E, R>) {
-    const queue = yield* ToolChoiceQueue
-    const bus = yield* SteeringBus
-    const context = yield* Effect.context<R>()
-    const lifecycle = yield* Ref.make<Lifecycle>({ status: "pending", dropped: false })
+): Effect.Effect<PendingActionHandle, never, ToolChoiceQueue | SteeringBus | R> =>
+  // No generator and no span: staging is on every preview's hot path; a span with its captured stack cost about
+  // 20 µs and the generators several µs more (bench/).
+  Effect.flatMap(Effect.context<ToolChoiceQueue | SteeringBus | R>(), (context) => stage(spec, context))
 
-    const settle = (committed: boolean, exit: Exit.Exit<ToolResult.ToolResult, unknown>, action: string) =>
-      Ref.updateAndGet(lifecycle, (s): Lifecycle => {
-        if (Exit.isSuccess(exit) || committed) return { ...s, status: action === "apply" ? "applied" : "discarded" }
-        return { ...s, status: s.dropped ? "cleared" : "pending" }
+const stage = <E, R>(
+  spec: PendingActionSpec<E, R>,
+  context: Context.Context<ToolChoiceQueue | SteeringBus | R>
+): Effect.Effect<PendingActionHandle> => {
+  const queue = Context.get(context, ToolChoiceQueue)
+  const bus = Context.get(context, SteeringBus)
+  const lifecycle: Lifecycle = { status: "pending", dropped: false }
+  // Providing the staging context merges it into the caller's (about 3.5 µs a call, bench/); when the call runs
+  // with that very context (the usual case: the same fiber or runtime stages and resolves), the merge is a no-op.
+  const withStagingContext = <A, E2>(effect: Effect.Effect<A, E2, R>): Effect.Effect<A, E2> =>
+    Effect.contextWithEffect((current: Context.Context<never>) =>
+      current === (context as Context.Context<unknown>) ?
+        (effect as Effect.Effect<A, E2>) :
+        Effect.provide(effect, context)
+    )
+
+  const settle = (committed: boolean, exit: Exit.Exit<ToolResult.ToolResult, unknown>, action: string) => {
+    if (Exit.isSuccess(exit) || committed) lifecycle.status = action === "apply" ? "applied" : "discarded"
+    else lifecycle.status = lifecycle.dropped ? "cleared" : "pending"
+  }
+
+  const alreadyResolved = (status: PendingStatus) =>
+    new NoPendingAction({
+      message: status === "resolving" ?
+        `The pending action "${spec.label}" is being resolved by another call; wait for its result.` :
+        `The pending action "${spec.label}" was already ${status}; nothing else is pending this turn.`
+    })
+
+  const invoke: Invoker = (invocation) =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.suspend((): Effect.Effect<ToolResult.ToolResult, ResolveError> => {
+        if (lifecycle.status !== "pending") return Effect.fail(alreadyResolved(lifecycle.status))
+        lifecycle.status = "resolving"
+        const marker: CommitMarker = { committed: false }
+        // What `Effect.locally` does, without its acquire/release machinery (about 3 µs a call, bench/): this
+        // region is uninterruptible, so the previous marker is always restored.
+        return Effect.flatMap(FiberRef.getAndSet(currentCommit, Option.some(marker)), (previousCommit) =>
+          Effect.flatMap(
+            Effect.exit(withStagingContext(restore(runResolveInvocation(spec, invocation)))),
+            (exit) =>
+              Effect.zipRight(
+                FiberRef.set(currentCommit, previousCommit),
+                Effect.suspend(() => {
+                  settle(marker.committed, exit, invocation.action)
+                  // Not when the queue dropped the action meanwhile: a reminder would point at nothing.
+                  if (lifecycle.status === "pending" && Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)) {
+                    // Still pending: remind the model; the in-flight directive is requeued when the turn ends.
+                    return Effect.zipRight(bus.steer(resolveReminder(spec.sourceToolName)), exit)
+                  }
+                  return exit
+                })
+              )
+          ))
       })
+    )
 
-    const alreadyResolved = (status: PendingStatus) =>
-      new NoPendingAction({
-        message: status === "resolving" ?
-          `The pending action "${spec.label}" is being resolved by another call; wait for its result.` :
-          `The pending action "${spec.label}" was already ${status}; nothing else is pending this turn.`
-      })
+  const onRejected = (reason: string) =>
+    Effect.sync((): "requeue" | "drop" => {
+      if (reason === "cleared" || reason === "removed") {
+        if (lifecycle.status === "pending") lifecycle.status = "cleared"
+        else if (lifecycle.status === "resolving") lifecycle.dropped = true
+        return "drop"
+      }
+      return lifecycle.status === "pending" || lifecycle.status === "resolving" ? "requeue" : "drop"
+    })
 
-    const invoke: Invoker = (invocation) =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.gen(function*() {
-          const claimed = yield* Ref.modify(
-            lifecycle,
-            (s): [PendingStatus | true, Lifecycle] =>
-              s.status === "pending" ? [true, { ...s, status: "resolving" }] : [s.status, s]
-          )
-          if (claimed !== true) return yield* Effect.fail(alreadyResolved(claimed))
-          const committed = yield* Ref.make(false)
-          const exit = yield* restore(runResolveInvocation(spec, invocation)).pipe(
-            Effect.provide(context),
-            Effect.locally(currentCommit, Option.some(committed)),
-            Effect.exit
-          )
-          const didCommit = yield* Ref.get(committed)
-          const settled = yield* settle(didCommit, exit, invocation.action)
-          // Not when the queue dropped the action meanwhile: a reminder would point at nothing.
-          if (settled.status === "pending" && Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)) {
-            // Still pending: remind the model; the in-flight directive is requeued when the turn ends.
-            yield* bus.steer(resolveReminder(spec.sourceToolName))
-          }
-          return yield* exit
-        })
-      )
-
-    const onRejected = (reason: string) =>
-      Ref.modify(lifecycle, (s): ["requeue" | "drop", Lifecycle] => {
-        if (reason === "cleared" || reason === "removed") {
-          if (s.status === "pending") return ["drop", { ...s, status: "cleared" }]
-          return ["drop", s.status === "resolving" ? { ...s, dropped: true } : s]
-        }
-        return [s.status === "pending" || s.status === "resolving" ? "requeue" : "drop", s]
-      })
-
-    // Soft enforcement: a non-forcing entry, in flight while its turn runs; the turn driver forces it only after a
-    // turn that ignored it.
-    const config = yield* ResolveConfig
-    const id = yield* queue.pushOnce(config.enforcement === "soft" ? "auto" : forceTool("resolve"), {
+  // Soft enforcement: a non-forcing entry, in flight while its turn runs; the turn driver forces it only after a
+  // turn that ignored it.
+  const config = Context.get(context, ResolveConfig)
+  return Effect.flatMap(
+    queue.pushOnce(config.enforcement === "soft" ? "auto" : forceTool("resolve"), {
       label: directiveLabel(spec.sourceToolName),
       now: true,
       onRejected,
       onInvoked: invoke
-    })
-    yield* bus.steer(resolveReminder(spec.sourceToolName))
-    return {
-      id,
-      label: spec.label,
-      sourceToolName: spec.sourceToolName,
-      status: Effect.map(Ref.get(lifecycle), (s) => s.status)
-    }
-  }
-)
+    }),
+    (id) =>
+      Effect.as(bus.steer(resolveReminder(spec.sourceToolName)), {
+        id,
+        label: spec.label,
+        sourceToolName: spec.sourceToolName,
+        status: Effect.sync(() => lifecycle.status)
+      })
+  )
+}
