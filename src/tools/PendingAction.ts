@@ -26,7 +26,7 @@ import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import { ApplyFailed, NoPendingAction, ToolError } from "../domain/Errors.js"
-import type { Extra, Invoker, ResolveDetails, ResolveError, ResolveInvocation } from "../domain/ResolveParams.js"
+import type { Extra, ResolveDetails, ResolveError, ResolveInvocation } from "../domain/ResolveParams.js"
 import { resolveReminder } from "../domain/SteeringMessage.js"
 import { forceTool } from "../domain/ToolChoice.js"
 import * as ToolResult from "../domain/ToolResult.js"
@@ -87,7 +87,9 @@ interface CommitMarker {
   committed: boolean
 }
 
-const currentCommit = FiberRef.unsafeMake<Option.Option<CommitMarker>>(Option.none())
+// `undefined` rather than `Option`: setting a FiberRef compares the old and new values with `Equal.equals`, and two
+// `Option.some` of plain objects are compared by hashing them (a WeakMap entry per marker, bench/).
+const currentCommit = FiberRef.unsafeMake<CommitMarker | undefined>(undefined)
 
 /**
  * Runs `self` uninterruptibly and, once it succeeds, counts the pending action as applied even if the `resolve`
@@ -100,9 +102,9 @@ const currentCommit = FiberRef.unsafeMake<Option.Option<CommitMarker>>(Option.no
 export const commit = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.uninterruptible(
     Effect.flatMap(FiberRef.get(currentCommit), (marker) =>
-      Option.isNone(marker) ? self : Effect.tap(self, () =>
+      marker === undefined ? self : Effect.tap(self, () =>
         Effect.sync(() => {
-          marker.value.committed = true
+          marker.committed = true
         })))
   )
 
@@ -219,6 +221,81 @@ export const queueResolveHandler = <E, R>(
   // 20 µs and the generators several µs more (bench/).
   Effect.flatMap(Effect.context<ToolChoiceQueue | SteeringBus | R>(), (context) => stage(spec, context))
 
+// The helpers below are module functions rather than closures made per staging: staging is on every preview's hot
+// path, and each named closure costs an allocation (and, under tsx, a `__name` call; bench/).
+
+// Providing the staging context merges it into the caller's (about 3.5 µs a call, bench/); when the call runs with
+// that very context (the usual case: the same fiber or runtime stages and resolves), the merge is a no-op.
+const withStagingContext = <A, E, R>(
+  context: Context.Context<R>,
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<A, E> =>
+  Effect.contextWithEffect((current: Context.Context<never>) =>
+    current === (context as Context.Context<unknown>) ?
+      (effect as Effect.Effect<A, E>) :
+      Effect.provide(effect, context)
+  )
+
+const settle = (
+  lifecycle: Lifecycle,
+  committed: boolean,
+  exit: Exit.Exit<ToolResult.ToolResult, unknown>,
+  action: string
+) => {
+  if (Exit.isSuccess(exit) || committed) lifecycle.status = action === "apply" ? "applied" : "discarded"
+  else lifecycle.status = lifecycle.dropped ? "cleared" : "pending"
+}
+
+const alreadyResolved = (label: string, status: PendingStatus) =>
+  new NoPendingAction({
+    message: status === "resolving" ?
+      `The pending action "${label}" is being resolved by another call; wait for its result.` :
+      `The pending action "${label}" was already ${status}; nothing else is pending this turn.`
+  })
+
+const rejectDecision = (lifecycle: Lifecycle, reason: string): "requeue" | "drop" => {
+  if (reason === "cleared" || reason === "removed") {
+    if (lifecycle.status === "pending") lifecycle.status = "cleared"
+    else if (lifecycle.status === "resolving") lifecycle.dropped = true
+    return "drop"
+  }
+  return lifecycle.status === "pending" || lifecycle.status === "resolving" ? "requeue" : "drop"
+}
+
+const invokeStaged = <E, R>(
+  spec: PendingActionSpec<E, R>,
+  context: Context.Context<R>,
+  bus: SteeringBus.Service,
+  lifecycle: Lifecycle,
+  invocation: ResolveInvocation
+): Effect.Effect<ToolResult.ToolResult, ResolveError> =>
+  Effect.uninterruptibleMask((restore) =>
+    Effect.suspend((): Effect.Effect<ToolResult.ToolResult, ResolveError> => {
+      if (lifecycle.status !== "pending") return Effect.fail(alreadyResolved(spec.label, lifecycle.status))
+      lifecycle.status = "resolving"
+      const marker: CommitMarker = { committed: false }
+      // What `Effect.locally` does, without its acquire/release machinery (about 3 µs a call, bench/): this
+      // region is uninterruptible, so the previous marker is always restored.
+      return Effect.flatMap(FiberRef.getAndSet(currentCommit, marker), (previousCommit) =>
+        Effect.flatMap(
+          Effect.exit(withStagingContext(context, restore(runResolveInvocation(spec, invocation)))),
+          (exit) =>
+            Effect.zipRight(
+              FiberRef.set(currentCommit, previousCommit),
+              Effect.suspend(() => {
+                settle(lifecycle, marker.committed, exit, invocation.action)
+                // Not when the queue dropped the action meanwhile: a reminder would point at nothing.
+                if (lifecycle.status === "pending" && Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)) {
+                  // Still pending: remind the model; the in-flight directive is requeued when the turn ends.
+                  return Effect.zipRight(bus.steer(resolveReminder(spec.sourceToolName)), exit)
+                }
+                return exit
+              })
+            )
+        ))
+    })
+  )
+
 const stage = <E, R>(
   spec: PendingActionSpec<E, R>,
   context: Context.Context<ToolChoiceQueue | SteeringBus | R>
@@ -226,65 +303,6 @@ const stage = <E, R>(
   const queue = Context.get(context, ToolChoiceQueue)
   const bus = Context.get(context, SteeringBus)
   const lifecycle: Lifecycle = { status: "pending", dropped: false }
-  // Providing the staging context merges it into the caller's (about 3.5 µs a call, bench/); when the call runs
-  // with that very context (the usual case: the same fiber or runtime stages and resolves), the merge is a no-op.
-  const withStagingContext = <A, E2>(effect: Effect.Effect<A, E2, R>): Effect.Effect<A, E2> =>
-    Effect.contextWithEffect((current: Context.Context<never>) =>
-      current === (context as Context.Context<unknown>) ?
-        (effect as Effect.Effect<A, E2>) :
-        Effect.provide(effect, context)
-    )
-
-  const settle = (committed: boolean, exit: Exit.Exit<ToolResult.ToolResult, unknown>, action: string) => {
-    if (Exit.isSuccess(exit) || committed) lifecycle.status = action === "apply" ? "applied" : "discarded"
-    else lifecycle.status = lifecycle.dropped ? "cleared" : "pending"
-  }
-
-  const alreadyResolved = (status: PendingStatus) =>
-    new NoPendingAction({
-      message: status === "resolving" ?
-        `The pending action "${spec.label}" is being resolved by another call; wait for its result.` :
-        `The pending action "${spec.label}" was already ${status}; nothing else is pending this turn.`
-    })
-
-  const invoke: Invoker = (invocation) =>
-    Effect.uninterruptibleMask((restore) =>
-      Effect.suspend((): Effect.Effect<ToolResult.ToolResult, ResolveError> => {
-        if (lifecycle.status !== "pending") return Effect.fail(alreadyResolved(lifecycle.status))
-        lifecycle.status = "resolving"
-        const marker: CommitMarker = { committed: false }
-        // What `Effect.locally` does, without its acquire/release machinery (about 3 µs a call, bench/): this
-        // region is uninterruptible, so the previous marker is always restored.
-        return Effect.flatMap(FiberRef.getAndSet(currentCommit, Option.some(marker)), (previousCommit) =>
-          Effect.flatMap(
-            Effect.exit(withStagingContext(restore(runResolveInvocation(spec, invocation)))),
-            (exit) =>
-              Effect.zipRight(
-                FiberRef.set(currentCommit, previousCommit),
-                Effect.suspend(() => {
-                  settle(marker.committed, exit, invocation.action)
-                  // Not when the queue dropped the action meanwhile: a reminder would point at nothing.
-                  if (lifecycle.status === "pending" && Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)) {
-                    // Still pending: remind the model; the in-flight directive is requeued when the turn ends.
-                    return Effect.zipRight(bus.steer(resolveReminder(spec.sourceToolName)), exit)
-                  }
-                  return exit
-                })
-              )
-          ))
-      })
-    )
-
-  const onRejected = (reason: string) =>
-    Effect.sync((): "requeue" | "drop" => {
-      if (reason === "cleared" || reason === "removed") {
-        if (lifecycle.status === "pending") lifecycle.status = "cleared"
-        else if (lifecycle.status === "resolving") lifecycle.dropped = true
-        return "drop"
-      }
-      return lifecycle.status === "pending" || lifecycle.status === "resolving" ? "requeue" : "drop"
-    })
-
   // Soft enforcement: a non-forcing entry, in flight while its turn runs; the turn driver forces it only after a
   // turn that ignored it.
   const config = Context.get(context, ResolveConfig)
@@ -292,8 +310,8 @@ const stage = <E, R>(
     queue.pushOnce(config.enforcement === "soft" ? "auto" : forceTool("resolve"), {
       label: directiveLabel(spec.sourceToolName),
       now: true,
-      onRejected,
-      onInvoked: invoke
+      onRejected: (reason) => Effect.sync(() => rejectDecision(lifecycle, reason)),
+      onInvoked: (invocation) => invokeStaged(spec, context, bus, lifecycle, invocation)
     }),
     (id) =>
       Effect.as(bus.steer(resolveReminder(spec.sourceToolName)), {
