@@ -132,9 +132,10 @@ export const resolveRoundTrip = (cycles: number, repeats: number, floor: Effect.
 export const retainedPerAction = (count: number, repeats: number) => {
   const samples: Array<number> = []
   const plainSamples: Array<number> = []
+  // Retained = what letting go of the staged actions frees: heap with them, minus heap once they are released.
+  // (A baseline taken before staging also counts garbage of earlier sections that is freed meanwhile.)
   for (let r = 0; r < repeats; r++) {
-    const rt = session()
-    const before = settledHeap()
+    let rt: ReturnType<typeof session> | undefined = session()
     rt.runSync(Effect.gen(function*() {
       const bus = yield* SteeringBus
       for (let i = 0; i < count; i++) {
@@ -142,11 +143,12 @@ export const retainedPerAction = (count: number, repeats: number) => {
         yield* bus.drain
       }
     }))
-    samples.push((settledHeap() - before) / count)
+    const held = settledHeap()
     rt.dispose()
+    rt = undefined
+    samples.push((held - settledHeap()) / count)
 
-    const plain = new PlainQueue()
-    const plainBefore = settledHeap()
+    let plain: PlainQueue | undefined = new PlainQueue()
     for (let i = 0; i < count; i++) {
       let status = "pending"
       plain.pushOnce(ToolChoice.forceTool("resolve"), {
@@ -156,8 +158,10 @@ export const retainedPerAction = (count: number, repeats: number) => {
         onInvoked: () => (status = "applied")
       })
     }
-    plainSamples.push((settledHeap() - plainBefore) / count)
     if (plain.inspect().length !== count) throw new Error("plain queue lost actions")
+    const plainHeld = settledHeap()
+    plain = undefined
+    plainSamples.push((plainHeld - settledHeap()) / count)
   }
   return { samples, plainSamples }
 }
