@@ -5,6 +5,7 @@
  */
 import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import { loneSurrogate } from "../internal/untrusted.js"
 import type { ApplyFailed, NoPendingAction, ToolError } from "./Errors.js"
 import type { ToolResult } from "./ToolResult.js"
 
@@ -30,9 +31,6 @@ export const limits = {
   /** Largest `extra`, as JSON text. */
   extraMaxBytes: 16_384
 } as const
-
-/** A lone UTF-16 surrogate: the string cannot be encoded as UTF-8 (in `u` mode a valid pair is one code point). */
-const loneSurrogate = /\p{Surrogate}/u
 
 const jsonShape = (value: unknown, depth: number): string | undefined => {
   if (typeof value === "string") {

@@ -38,6 +38,7 @@ import * as Schema from "effect/Schema"
 import { createHash, randomBytes } from "node:crypto"
 import { ToolError } from "../domain/Errors.js"
 import * as ToolResult from "../domain/ToolResult.js"
+import { loneSurrogate, show, tooDeepField, valueAt } from "../internal/untrusted.js"
 import type { SteeringBus } from "../services/SteeringBus.js"
 import type { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
 import * as PendingAction from "./PendingAction.js"
@@ -96,9 +97,6 @@ export const layer = (
 // -----------------------------------------------------------------------------------------------------------------
 // parameters
 // -----------------------------------------------------------------------------------------------------------------
-
-/** A lone UTF-16 surrogate: the string cannot be encoded as UTF-8 (it would be written as U+FFFD). */
-const loneSurrogate = /\p{Surrogate}/u
 
 const utf8Text = (s: string): true | string =>
   !loneSurrogate.test(s) || "must be valid UTF-8 text (it contains a lone surrogate)"
@@ -390,7 +388,7 @@ const decodeParams = Schema.decodeUnknown(EditParams, { onExcessProperty: "error
 export const decodeEditParams = (input: unknown): Effect.Effect<EditParams, InvalidEditParams> => {
   // Schema's error formatting prints the offending value recursively: a value nested thousands of levels deep would
   // overflow the stack (a defect instead of a typed error), so such values are refused first.
-  const deep = tooDeepField(input)
+  const deep = tooDeepField(input, maxNesting)
   return deep !== undefined ?
     Effect.fail(new InvalidEditParams({ field: deep, problem: `is nested deeper than ${maxNesting} levels` })) :
     decodeChecked(input)
@@ -398,20 +396,6 @@ export const decodeEditParams = (input: unknown): Effect.Effect<EditParams, Inva
 
 /** Deeper than any valid input (root, files, file, edits, edit: 4 levels). */
 const maxNesting = 16
-
-/** The top-level key whose value nests objects or arrays more than `maxNesting` levels deep (iterative, bounded). */
-const tooDeepField = (input: unknown): string | undefined => {
-  if (input === null || typeof input !== "object") return undefined
-  const fields = Array.isArray(input) ? [["(root)", input] as const] : Object.entries(input)
-  for (const [key, value] of fields) {
-    let level: Array<unknown> = [value]
-    for (let depth = 0; level.length > 0 && level.length <= 100_000; depth++) {
-      if (depth > maxNesting) return key
-      level = level.flatMap((item) => item !== null && typeof item === "object" ? Object.values(item) : [])
-    }
-  }
-  return undefined
-}
 
 /** What each field must be, for type errors (Schema's own text names annotations and prints the whole value). */
 const expected = (path: ReadonlyArray<PropertyKey>): string => {
@@ -431,21 +415,6 @@ const expected = (path: ReadonlyArray<PropertyKey>): string => {
     "must be true or false" :
     "must be a string"
 }
-
-const show = (value: unknown): string => {
-  const text = Array.isArray(value) ? "an array" : value === null ? "null" : typeof value === "object" ?
-    "an object" :
-    typeof value === "string" ?
-    JSON.stringify(value) :
-    String(value)
-  return text.length > 40 ? `${text.slice(0, 40)}…` : text
-}
-
-const valueAt = (input: unknown, path: ReadonlyArray<PropertyKey>): unknown =>
-  path.reduce<unknown>(
-    (value, key) => value !== null && typeof value === "object" ? (value as any)[key] : undefined,
-    input
-  )
 
 const decodeChecked = (input: unknown): Effect.Effect<EditParams, InvalidEditParams> =>
   Effect.mapError(decodeParams(input), (error) => {

@@ -22,11 +22,11 @@ import * as JSONSchema from "effect/JSONSchema"
 import type * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
-import * as Predicate from "effect/Predicate"
 import * as Schema from "effect/Schema"
 import { InvalidResolveParams, NoPendingAction, type UnknownTool } from "../domain/Errors.js"
 import { limits, type ResolveError, ResolveParams } from "../domain/ResolveParams.js"
 import * as ToolResult from "../domain/ToolResult.js"
+import { loneSurrogate, show, tooDeepField, valueAt } from "../internal/untrusted.js"
 import { ResolveConfig } from "../services/ResolveConfig.js"
 import { StandingResolveHandler } from "../services/StandingResolveHandler.js"
 import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
@@ -56,14 +56,6 @@ const decodeParams = Schema.decodeUnknown(ResolveParams, { onExcessProperty: "er
 const fieldOf = (path: ReadonlyArray<PropertyKey>): string =>
   path.length === 0 ? "(root)" : path.map((key) => String(key)).join(".")
 
-const valueAt = (input: unknown, path: ReadonlyArray<PropertyKey>): unknown =>
-  path.reduce<unknown>((value, key) => Predicate.isObject(value) ? (value as any)[key] : undefined, input)
-
-const show = (value: unknown): string => {
-  const text = Array.isArray(value) ? "an array" : value === null ? "null" : JSON.stringify(value) ?? String(value)
-  return text.length > 40 ? `${text.slice(0, 40)}…` : text
-}
-
 /**
  * Decodes untrusted `resolve` input. A failure names the first bad field and what is wrong with it.
  *
@@ -75,7 +67,7 @@ export const decodeResolveParams = (input: unknown): Effect.Effect<ResolveParams
   if (fast !== undefined) return Effect.succeed(fast)
   // Schema's error formatting prints the offending value recursively: a value nested thousands of levels deep
   // would overflow the stack (a defect instead of a typed error), so such values are refused first.
-  const deep = tooDeepField(input)
+  const deep = tooDeepField(input, maxScanDepth)
   if (deep !== undefined) {
     return Effect.fail(
       new InvalidResolveParams({ field: deep, problem: `is nested deeper than ${limits.extraMaxDepth} levels` })
@@ -83,8 +75,6 @@ export const decodeResolveParams = (input: unknown): Effect.Effect<ResolveParams
   }
   return decodeUnchecked(input)
 }
-
-const loneSurrogate = /\p{Surrogate}/u
 
 const isDataProperty = (input: object, key: string): boolean => {
   const descriptor = Object.getOwnPropertyDescriptor(input, key)
@@ -111,27 +101,6 @@ const decodeCommon = (input: unknown): ResolveParams | undefined => {
 }
 
 const maxScanDepth = 32
-
-/** Whether `value` nests objects or arrays more than `maxScanDepth` levels deep (iterative, bounded). */
-const nestedTooDeep = (value: unknown): boolean => {
-  let level: Array<unknown> = [value]
-  for (let depth = 0; level.length > 0; depth++) {
-    if (depth > maxScanDepth) return true
-    const next: Array<unknown> = []
-    for (const item of level) {
-      if (item !== null && typeof item === "object") next.push(...Object.values(item))
-      if (next.length > 100_000) return false
-    }
-    level = next
-  }
-  return false
-}
-
-const tooDeepField = (input: unknown): string | undefined => {
-  if (!Predicate.isObject(input) || Array.isArray(input)) return undefined
-  for (const [key, value] of Object.entries(input)) if (nestedTooDeep(value)) return key
-  return undefined
-}
 
 const decodeUnchecked = (input: unknown): Effect.Effect<ResolveParams, InvalidResolveParams> =>
   Effect.mapError(decodeParams(input), (error) => {
