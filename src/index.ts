@@ -17,7 +17,13 @@ export * from "./domain/Errors.js"
 export * from "./domain/ResolveParams.js"
 
 /** @since 0.1.0 */
-export * from "./services/ToolChoiceQueue.js"
+export {
+  type InFlightInfo,
+  type PushOptions,
+  type RejectDecision,
+  type RejectReason,
+  ToolChoiceQueue
+} from "./services/ToolChoiceQueue.js"
 /** @since 0.1.0 */
 export { SteeringBus } from "./services/SteeringBus.js"
 /** @since 0.1.0 */
