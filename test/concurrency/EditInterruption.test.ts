@@ -10,43 +10,14 @@
  */
 import { NodePath } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import {
-  Deferred,
-  Effect,
-  Exit,
-  Fiber,
-  FiberId,
-  Layer,
-  Option,
-  Ref,
-  RuntimeFlags,
-  RuntimeFlagsPatch,
-  Supervisor
-} from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Option, Ref } from "effect"
 import { deepStrictEqual } from "node:assert/strict"
 import * as NFS from "node:fs/promises"
 import * as OS from "node:os"
 import * as NPath from "node:path"
 import { FileEditPreview, ResolveRuntime, ResolveTool, ToolChoiceQueue } from "../../src/index.js"
 import * as FaultyFileSystem from "../support/FaultyFileSystem.js"
-
-/** Interrupts the fiber it supervises right before its `k`-th operation. */
-class InterruptAt extends Supervisor.AbstractSupervisor<void> {
-  ops = 0
-  constructor(readonly k: number) {
-    super()
-  }
-  get value() {
-    return Effect.void
-  }
-  override onEffect<A, E>(fiber: Fiber.RuntimeFiber<A, E>) {
-    this.ops++
-    if (this.ops === this.k) fiber.unsafeInterruptAsFork(FiberId.none)
-  }
-}
-
-const withOpSupervision = <A, E, R>(self: Effect.Effect<A, E, R>) =>
-  Effect.withRuntimeFlagsPatch(self, RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision))
+import { InterruptAt, withOpSupervision } from "../support/InterruptAt.js"
 
 const originals: Record<string, string> = {
   "a.txt": "alpha\nbeta\n",

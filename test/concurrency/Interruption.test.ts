@@ -6,7 +6,7 @@
  */
 // node's strict deepStrictEqual: chai's treats Option.none() as equal to Option.some(x).
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, FiberId, Option, Ref, RuntimeFlags, RuntimeFlagsPatch, Supervisor } from "effect"
+import { Effect, Exit, Fiber, Option, Ref } from "effect"
 import { deepStrictEqual } from "node:assert/strict"
 import {
   PendingAction,
@@ -16,24 +16,7 @@ import {
   ToolChoiceQueue,
   ToolResult
 } from "../../src/index.js"
-
-/** Interrupts the fiber it supervises right before its `k`-th operation. */
-class InterruptAt extends Supervisor.AbstractSupervisor<void> {
-  ops = 0
-  constructor(readonly k: number) {
-    super()
-  }
-  get value() {
-    return Effect.void
-  }
-  override onEffect<A, E>(fiber: Fiber.RuntimeFiber<A, E>) {
-    this.ops++
-    if (this.ops === this.k) fiber.unsafeInterruptAsFork(FiberId.none)
-  }
-}
-
-const withOpSupervision = <A, E, R>(self: Effect.Effect<A, E, R>) =>
-  Effect.withRuntimeFlagsPatch(self, RuntimeFlagsPatch.enable(RuntimeFlags.OpSupervision))
+import { InterruptAt, withOpSupervision } from "../support/InterruptAt.js"
 
 /** One run: stage, serve, resolve interrupted at operation k; returns what happened. */
 const runInterruptedAt = (k: number, action: "apply" | "discard") =>
