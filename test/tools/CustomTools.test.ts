@@ -1,8 +1,9 @@
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
-import { Cause, Deferred, Effect, Exit, Fiber, Option } from "effect"
+import { Deferred, Effect, Exit, Fiber, Option } from "effect"
 import { ResolveRuntime, ResolveTool, SteeringBus, ToolChoiceQueue, ToolResult, toolsFor } from "../../src/index.js"
 import * as CustomTools from "../../src/tools/CustomTools.js"
+import { failureOf, successOf } from "../support/exits.js"
 
 const turn = (call: { readonly action: "apply" | "discard"; readonly reason: string; readonly extra?: any }) =>
   Effect.gen(function*() {
@@ -12,18 +13,6 @@ const turn = (call: { readonly action: "apply" | "discard"; readonly reason: str
     yield* queue.resolve
     return exit
   })
-
-const successOf = <A, E>(exit: Exit.Exit<A, E>): A => {
-  if (Exit.isFailure(exit)) throw new Error(`expected a success, got ${Cause.pretty(exit.cause)}`)
-  return exit.value
-}
-
-const failureOf = <A, E>(exit: Exit.Exit<A, E>): E => {
-  if (Exit.isSuccess(exit)) throw new Error("expected a failure")
-  const failure = Cause.failureOption(exit.cause)
-  if (Option.isNone(failure)) throw new Error(`expected a typed failure, got ${Cause.pretty(exit.cause)}`)
-  return failure.value
-}
 
 describe("pushPendingAction", () => {
   it.effect("forwards into queueResolveHandler with sourceToolName custom_tool; apply gets reason and extra", () =>

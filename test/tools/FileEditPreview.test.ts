@@ -3,12 +3,13 @@ import { NodeContext, NodePath } from "@effect/platform-node"
 import * as FileSystemTag from "@effect/platform/FileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
-import { Cause, Deferred, Effect, Exit, Fiber, Layer, Option, Ref } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Ref } from "effect"
 import * as NFS from "node:fs/promises"
 import * as OS from "node:os"
 import * as NPath from "node:path"
 import { ResolveRuntime, ResolveTool, SteeringBus, ToolChoiceQueue, ToolResult } from "../../src/index.js"
 import * as FileEditPreview from "../../src/tools/FileEditPreview.js"
+import { failureOf, successOf } from "../support/exits.js"
 import * as FaultyFileSystem from "../support/FaultyFileSystem.js"
 
 // -----------------------------------------------------------------------------------------------------------------
@@ -72,18 +73,6 @@ const turn = (call: { readonly action: "apply" | "discard"; readonly reason: str
     yield* queue.resolve
     return exit
   })
-
-const failureOf = <A, E>(exit: Exit.Exit<A, E>): E => {
-  if (Exit.isSuccess(exit)) throw new Error("expected a failure")
-  const failure = Cause.failureOption(exit.cause)
-  if (Option.isNone(failure)) throw new Error(`expected a typed failure, got ${Cause.pretty(exit.cause)}`)
-  return failure.value
-}
-
-const successOf = <A, E>(exit: Exit.Exit<A, E>): A => {
-  if (Exit.isFailure(exit)) throw new Error(`expected a success, got ${Cause.pretty(exit.cause)}`)
-  return exit.value
-}
 
 const nothingStaged = Effect.gen(function*() {
   const queue = yield* ToolChoiceQueue

@@ -1,7 +1,7 @@
 import { NodeContext } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
-import { Cause, Effect, Exit, Layer, Option, Ref, Scope } from "effect"
+import { Effect, Exit, Layer, Option, Ref, Scope } from "effect"
 import * as NFS from "node:fs/promises"
 import * as OS from "node:os"
 import * as NPath from "node:path"
@@ -15,6 +15,7 @@ import {
   ToolResult
 } from "../../src/index.js"
 import * as PlanApproval from "../../src/tools/PlanApproval.js"
+import { failureOf, successOf } from "../support/exits.js"
 
 const tempDir = Effect.acquireRelease(
   Effect.promise(() => NFS.mkdtemp(NPath.join(OS.tmpdir(), "effect-resolve-plan-"))),
@@ -39,18 +40,6 @@ const session = <A, E>(
 
 const resolveCall = (call: { readonly action: "apply" | "discard"; readonly reason: string; readonly extra?: any }) =>
   Effect.exit(ResolveTool.execute(call))
-
-const successOf = <A, E>(exit: Exit.Exit<A, E>): A => {
-  if (Exit.isFailure(exit)) throw new Error(`expected a success, got ${Cause.pretty(exit.cause)}`)
-  return exit.value
-}
-
-const failureOf = <A, E>(exit: Exit.Exit<A, E>): E => {
-  if (Exit.isSuccess(exit)) throw new Error("expected a failure")
-  const failure = Cause.failureOption(exit.cause)
-  if (Option.isNone(failure)) throw new Error(`expected a typed failure, got ${Cause.pretty(exit.cause)}`)
-  return failure.value
-}
 
 describe("PlanApproval", () => {
   describe("slug", () => {
