@@ -16,13 +16,12 @@
  *
  * @since 0.1.0
  */
-import * as Chunk from "effect/Chunk"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
+import * as DefaultServices from "effect/DefaultServices"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
-import * as Ref from "effect/Ref"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import type { SteeringMessage, SteerInput } from "../domain/SteeringMessage.js"
@@ -72,30 +71,40 @@ export class SteeringBus extends Context.Tag("effect-resolve/SteeringBus")<Steer
  * @since 0.1.0
  * @category constructors
  */
-export const make: Effect.Effect<SteeringBus.Service, never, Scope.Scope> = Effect.gen(function*() {
-  const queued = yield* Ref.make(Chunk.empty<SteeringMessage>())
-  const hub = yield* Effect.acquireRelease(PubSub.unbounded<SteeringMessage>(), PubSub.shutdown)
-  const steer = (input: SteerInput) =>
-    Effect.flatMap(Clock.currentTimeMillis, (timestamp) => {
-      const message: SteeringMessage = {
-        customType: input.customType,
-        content: input.content,
-        ...(input.details === undefined ? {} : { details: input.details }),
-        display: input.display ?? false,
-        attribution: "agent",
-        timestamp
-      }
-      return Ref.update(queued, Chunk.append(message)).pipe(
-        Effect.zipRight(PubSub.publish(hub, message)),
-        Effect.as(message),
-        Effect.uninterruptible
-      )
+export const make: Effect.Effect<SteeringBus.Service, never, Scope.Scope> = Effect.map(
+  Effect.acquireRelease(PubSub.unbounded<SteeringMessage>(), PubSub.shutdown),
+  (hub) => {
+    // Closure-local and changed only inside synchronous blocks, each atomic like a `Ref.modify` (see the
+    // ToolChoiceQueue's `State`): steering is on every preview's hot path (bench/).
+    let queued: Array<SteeringMessage> = []
+    const steer = (input: SteerInput) =>
+      Effect.withFiberRuntime<SteeringMessage>((fiber) => {
+        const message: SteeringMessage = {
+          customType: input.customType,
+          content: input.content,
+          ...(input.details === undefined ? {} : { details: input.details }),
+          display: input.display ?? false,
+          attribution: "agent",
+          timestamp: Context.get(fiber.getFiberRef(DefaultServices.currentServices), Clock.Clock)
+            .unsafeCurrentTimeMillis()
+        }
+        queued.push(message)
+        // An unbounded hub never refuses a message; once it is shut down (the layer's scope closed) nobody listens.
+        hub.unsafeOffer(message)
+        return Effect.succeed(message)
+      })
+    return SteeringBus.of({
+      steer,
+      drain: Effect.sync(() => {
+        const taken = queued
+        if (taken.length > 0) queued = []
+        return taken.length > 0 ? taken : none
+      }),
+      pending: Effect.sync(() => queued.slice()),
+      messages: Stream.fromPubSub(hub),
+      subscribe: Effect.map(PubSub.subscribe(hub), Stream.fromQueue)
     })
-  return SteeringBus.of({
-    steer,
-    drain: Effect.map(Ref.getAndSet(queued, Chunk.empty()), Chunk.toReadonlyArray),
-    pending: Effect.map(Ref.get(queued), Chunk.toReadonlyArray),
-    messages: Stream.fromPubSub(hub),
-    subscribe: Effect.map(PubSub.subscribe(hub), Stream.fromQueue)
-  })
-})
+  }
+)
+
+const none: ReadonlyArray<SteeringMessage> = Object.freeze([])

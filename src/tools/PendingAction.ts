@@ -21,7 +21,7 @@
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
+import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
@@ -87,9 +87,36 @@ interface CommitMarker {
   committed: boolean
 }
 
-// `undefined` rather than `Option`: setting a FiberRef compares the old and new values with `Equal.equals`, and two
-// `Option.some` of plain objects are compared by hashing them (a WeakMap entry per marker, bench/).
-const currentCommit = FiberRef.unsafeMake<CommitMarker | undefined>(undefined)
+/**
+ * A fiber's commit slot: the marker of the `resolve` call running in that fiber. The first call in a fiber installs
+ * the fiber's own slot; later calls only swap `current` (writing a FiberRef copies the fiber's whole FiberRef map,
+ * about 1 µs a write, and a call used to write twice; bench/). A forked fiber gets a slot of its own holding the
+ * marker current at the fork, so `commit` in a fiber that `apply` forked counts; `owner` (the fiber id, claimed on
+ * first use) tells a fiber's own slot from one copied into it by `setFiberRefs`, which `commit` must not touch.
+ */
+interface CommitSlot {
+  owner: number | undefined
+  current: CommitMarker | undefined
+}
+
+const commitSlot = FiberRef.unsafeMake<CommitSlot | undefined>(undefined, {
+  fork: (slot) => slot?.current === undefined ? undefined : { owner: undefined, current: slot.current },
+  join: (parent) => parent
+})
+
+// The fiber's own slot, claimed on first use; `undefined` when the fiber has none yet.
+const ownSlot = (fiber: Fiber.RuntimeFiber<unknown, unknown>): CommitSlot | undefined => {
+  const id = fiber.id().id
+  const slot = fiber.getFiberRef(commitSlot)
+  if (slot === undefined || (slot.owner !== id && slot.owner !== undefined)) return undefined
+  slot.owner = id
+  return slot
+}
+
+const currentMarker = (fiber: Fiber.RuntimeFiber<unknown, unknown>): CommitMarker | undefined => {
+  const slot = fiber.getFiberRef(commitSlot)
+  return slot !== undefined && (slot.owner === undefined || slot.owner === fiber.id().id) ? slot.current : undefined
+}
 
 /**
  * Runs `self` uninterruptibly and, once it succeeds, counts the pending action as applied even if the `resolve`
@@ -101,11 +128,12 @@ const currentCommit = FiberRef.unsafeMake<CommitMarker | undefined>(undefined)
  */
 export const commit = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   Effect.uninterruptible(
-    Effect.flatMap(FiberRef.get(currentCommit), (marker) =>
-      marker === undefined ? self : Effect.tap(self, () =>
-        Effect.sync(() => {
-          marker.committed = true
-        })))
+    Effect.withFiberRuntime<A, E, R>((fiber) => {
+      const marker = currentMarker(fiber)
+      return marker === undefined ? self : Effect.tap(self, () => {
+        marker.committed = true
+      })
+    })
   )
 
 const messageOf = (error: unknown): string => {
@@ -224,28 +252,6 @@ export const queueResolveHandler = <E, R>(
 // The helpers below are module functions rather than closures made per staging: staging is on every preview's hot
 // path, and each named closure costs an allocation (and, under tsx, a `__name` call; bench/).
 
-// Providing the staging context merges it into the caller's (about 3.5 µs a call, bench/); when the call runs with
-// that very context (the usual case: the same fiber or runtime stages and resolves), the merge is a no-op.
-const withStagingContext = <A, E, R>(
-  context: Context.Context<R>,
-  effect: Effect.Effect<A, E, R>
-): Effect.Effect<A, E> =>
-  Effect.contextWithEffect((current: Context.Context<never>) =>
-    current === (context as Context.Context<unknown>) ?
-      (effect as Effect.Effect<A, E>) :
-      Effect.provide(effect, context)
-  )
-
-const settle = (
-  lifecycle: Lifecycle,
-  committed: boolean,
-  exit: Exit.Exit<ToolResult.ToolResult, unknown>,
-  action: string
-) => {
-  if (Exit.isSuccess(exit) || committed) lifecycle.status = action === "apply" ? "applied" : "discarded"
-  else lifecycle.status = lifecycle.dropped ? "cleared" : "pending"
-}
-
 const alreadyResolved = (label: string, status: PendingStatus) =>
   new NoPendingAction({
     message: status === "resolving" ?
@@ -262,6 +268,44 @@ const rejectDecision = (lifecycle: Lifecycle, reason: string): "requeue" | "drop
   return lifecycle.status === "pending" || lifecycle.status === "resolving" ? "requeue" : "drop"
 }
 
+// Calls a producer callback; a throw becomes a defect, as inside `Effect.suspend`.
+const call = <A, E, R>(f: () => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
+  try {
+    return f()
+  } catch (defect) {
+    return Effect.die(defect)
+  }
+}
+
+const noReject = Effect.succeed(Option.none<ToolResult.ToolResult>())
+
+// The callback of an invocation: `apply`'s result, or `reject`'s `Option` (none without `reject`).
+const attempt = <E, R>(
+  spec: PendingActionSpec<E, R>,
+  invocation: ResolveInvocation
+): Effect.Effect<ToolResult.ToolResult | Option.Option<ToolResult.ToolResult>, unknown, R> => {
+  const extra = invocation.extra ?? {}
+  if (invocation.action === "apply") return call(() => spec.apply(invocation.reason, extra))
+  return spec.reject === undefined ? noReject : call(() => spec.reject!(invocation.reason, extra))
+}
+
+const resultOf = (
+  label: string,
+  invocation: ResolveInvocation,
+  value: ToolResult.ToolResult | Option.Option<ToolResult.ToolResult>
+): ToolResult.ToolResult =>
+  invocation.action === "apply" ?
+    value as ToolResult.ToolResult :
+    Option.getOrElse(
+      value as Option.Option<ToolResult.ToolResult>,
+      () => ToolResult.text(discardedText(label, invocation.reason))
+    )
+
+type Attempt = Effect.Effect<ToolResult.ToolResult | Option.Option<ToolResult.ToolResult>, unknown>
+
+// Claims the action, runs its callback interruptibly and settles it, in one uninterruptible region. The error
+// mapping and details merge of `runResolveInvocation` are inlined here: every combinator is a step of the run
+// loop, and this is every preview's hot path (bench/).
 const invokeStaged = <E, R>(
   spec: PendingActionSpec<E, R>,
   context: Context.Context<R>,
@@ -270,29 +314,46 @@ const invokeStaged = <E, R>(
   invocation: ResolveInvocation
 ): Effect.Effect<ToolResult.ToolResult, ResolveError> =>
   Effect.uninterruptibleMask((restore) =>
-    Effect.suspend((): Effect.Effect<ToolResult.ToolResult, ResolveError> => {
+    Effect.withFiberRuntime<ToolResult.ToolResult, ResolveError>((fiber) => {
       if (lifecycle.status !== "pending") return Effect.fail(alreadyResolved(spec.label, lifecycle.status))
       lifecycle.status = "resolving"
       const marker: CommitMarker = { committed: false }
-      // What `Effect.locally` does, without its acquire/release machinery (about 3 µs a call, bench/): this
-      // region is uninterruptible, so the previous marker is always restored.
-      return Effect.flatMap(FiberRef.getAndSet(currentCommit, marker), (previousCommit) =>
-        Effect.flatMap(
-          Effect.exit(withStagingContext(context, restore(runResolveInvocation(spec, invocation)))),
-          (exit) =>
-            Effect.zipRight(
-              FiberRef.set(currentCommit, previousCommit),
-              Effect.suspend(() => {
-                settle(lifecycle, marker.committed, exit, invocation.action)
-                // Not when the queue dropped the action meanwhile: a reminder would point at nothing.
-                if (lifecycle.status === "pending" && Exit.isFailure(exit) && !Cause.isInterruptedOnly(exit.cause)) {
-                  // Still pending: remind the model; the in-flight directive is requeued when the turn ends.
-                  return Effect.zipRight(bus.steer(resolveReminder(spec.sourceToolName)), exit)
-                }
-                return exit
-              })
-            )
-        ))
+      const owned = ownSlot(fiber)
+      const slot: CommitSlot = owned ?? { owner: fiber.id().id, current: undefined }
+      const previous = slot.current
+      slot.current = marker
+      const run = attempt(spec, invocation)
+      // Providing the staging context merges it into the caller's (about 3.5 µs, bench/); the usual caller (the
+      // same fiber or runtime stages and resolves) already runs with that very context.
+      const provided: Attempt = fiber.getFiberRef(FiberRef.currentContext) === context ?
+        run as Attempt :
+        Effect.provide(run, context)
+      // The first call in a fiber installs the fiber's slot: the only FiberRef write.
+      const body = owned === undefined
+        ? Effect.zipRight(FiberRef.set(commitSlot, slot), restore(provided))
+        : restore(provided)
+      return Effect.matchCauseEffect(body, {
+        onSuccess: (value) => {
+          slot.current = previous
+          lifecycle.status = invocation.action === "apply" ? "applied" : "discarded"
+          return Effect.succeed(withResolveDetails(resultOf(spec.label, invocation, value), invocation, spec))
+        },
+        onFailure: (cause): Effect.Effect<never, ResolveError> => {
+          slot.current = previous
+          const failed = invocation.action === "apply" ?
+            toApplyFailure(spec)(cause) :
+            Effect.failCause(cause as Cause.Cause<ResolveError>)
+          if (marker.committed) {
+            lifecycle.status = invocation.action === "apply" ? "applied" : "discarded"
+            return failed
+          }
+          lifecycle.status = lifecycle.dropped ? "cleared" : "pending"
+          // Not when the queue dropped the action meanwhile: a reminder would point at nothing.
+          if (lifecycle.status !== "pending" || Cause.isInterruptedOnly(cause)) return failed
+          // Still pending: remind the model; the in-flight directive is requeued when the turn ends.
+          return Effect.zipRight(bus.steer(resolveReminder(spec.sourceToolName)), failed)
+        }
+      })
     })
   )
 
