@@ -166,6 +166,7 @@ interface InFlight {
   readonly directive: Directive
   readonly choice: ToolChoice
   invoked: boolean
+  invoker?: Option.Option<Invoker>
 }
 
 /**
@@ -369,22 +370,22 @@ export const make: Effect.Effect<ToolChoiceQueue.Service> = Effect.sync(() => {
     s.inFlight !== undefined && needsCallback(s.inFlight) ? resolveSlow : resolveStep()
   )
 
-  const markInvoked = (serial: number) =>
-    Effect.sync(() => {
-      if (s.inFlight !== undefined && s.inFlight.serial === serial) s.inFlight.invoked = true
-    })
-
   const peekInFlightInvoker = Effect.sync((): Option.Option<Invoker> => {
     const f = s.inFlight
-    const onInvoked = f?.directive.options.onInvoked
-    if (f === undefined || onInvoked === undefined) return Option.none()
-    // Marking must not be lost to an interruption that lands right after the handler completed.
-    return Option.some((invocation) =>
-      Effect.uninterruptibleMask((restore) =>
-        Effect.tap(restore(Effect.suspend(() => onInvoked(invocation))), () => markInvoked(f.serial))
-      )
-    )
+    if (f === undefined || f.directive.options.onInvoked === undefined) return Option.none()
+    // One invoker per in-flight value, made on first peek.
+    if (f.invoker === undefined) f.invoker = Option.some(invokerOf(f, f.directive.options.onInvoked))
+    return f.invoker
   })
+
+  // Marking must not be lost to an interruption that lands right after the handler completed. (A throw in the
+  // `uninterruptibleMask` body becomes a defect, as in `Effect.suspend`.)
+  const invokerOf = (f: InFlight, onInvoked: Invoker): Invoker => (invocation) =>
+    Effect.uninterruptibleMask((restore) =>
+      Effect.tap(restore(onInvoked(invocation)), () => {
+        if (s.inFlight === f) f.invoked = true
+      })
+    )
 
   const dropQueued = (reason: "removed" | "cleared", dropped: ReadonlyArray<Directive>) =>
     Effect.forEach(dropped, (d) => runRejected(d, reason), { discard: true })

@@ -18,6 +18,7 @@ import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
+import * as FiberRef from "effect/FiberRef"
 import * as JSONSchema from "effect/JSONSchema"
 import type * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
@@ -146,19 +147,24 @@ export const resolve = (
   // tool-call span already covers a resolve call. (No `annotateCurrentSpan` either: without a span it fails
   // internally with a NoSuchElementException, whose stack capture cost more than the whole call.) No generator
   // either: it cost about 2 µs a call (bench/).
-  Effect.flatMap(Effect.context<ToolChoiceQueue | StandingResolveHandler>(), (context) => {
+  Effect.withFiberRuntime((fiber) => {
+    const context = fiber.getFiberRef(FiberRef.currentContext) as Context.Context<
+      ToolChoiceQueue | StandingResolveHandler
+    >
     const queue = Context.get(context, ToolChoiceQueue)
-    const standing = Context.get(context, StandingResolveHandler)
     return Effect.flatMap(queue.peekInFlightInvoker, (queued) => {
       if (Option.isSome(queued)) return queued.value(params)
-      return Effect.flatMap(standing.peek, (invoker): Effect.Effect<ToolResult.ToolResult, ResolveError> => {
-        if (Option.isSome(invoker)) return invoker.value(params)
-        const config = Context.get(context, ResolveConfig)
-        if (params.action === "discard" && config.discardWithoutPending === "succeed") {
-          return Effect.succeed(withResolveDetails(ToolResult.text(nothingToDiscardText), params))
+      return Effect.flatMap(
+        Context.get(context, StandingResolveHandler).peek,
+        (invoker): Effect.Effect<ToolResult.ToolResult, ResolveError> => {
+          if (Option.isSome(invoker)) return invoker.value(params)
+          const config = Context.get(context, ResolveConfig)
+          if (params.action === "discard" && config.discardWithoutPending === "succeed") {
+            return Effect.succeed(withResolveDetails(ToolResult.text(nothingToDiscardText), params))
+          }
+          return Effect.fail(new NoPendingAction())
         }
-        return Effect.fail(new NoPendingAction())
-      })
+      )
     })
   })
 
@@ -190,7 +196,11 @@ export const ResolveTool = {
   hidden: true,
   description,
   parameters,
-  execute: (input: unknown) => Effect.flatMap(decodeResolveParams(input), resolve)
+  execute: (input: unknown) => {
+    // The common call skips a step of the run loop (bench/).
+    const fast = decodeCommon(input)
+    return fast !== undefined ? resolve(fast) : Effect.flatMap(decodeResolveParams(input), resolve)
+  }
 } as const satisfies ToolDefinition<ResolveError | InvalidResolveParams, ToolChoiceQueue | StandingResolveHandler>
 
 /**
