@@ -247,7 +247,9 @@ export const queueResolveHandler = <E, R>(
 ): Effect.Effect<PendingActionHandle, never, ToolChoiceQueue | SteeringBus | R> =>
   // No generator and no span: staging is on every preview's hot path; a span with its captured stack cost about
   // 20 µs and the generators several µs more (bench/).
-  Effect.flatMap(Effect.context<ToolChoiceQueue | SteeringBus | R>(), (context) => stage(spec, context))
+  Effect.withFiberRuntime((fiber) =>
+    stage(spec, fiber.getFiberRef(FiberRef.currentContext) as Context.Context<ToolChoiceQueue | SteeringBus | R>)
+  )
 
 // The helpers below are module functions rather than closures made per staging: staging is on every preview's hot
 // path, and each named closure costs an allocation (and, under tsx, a `__name` call; bench/).

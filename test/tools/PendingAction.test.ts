@@ -2,6 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
 import { Context, Deferred, Effect, Fiber, Layer, Option, Ref } from "effect"
 import {
+  ApplyFailed,
   NoPendingAction,
   PendingAction,
   queueResolveHandler,
@@ -284,6 +285,47 @@ describe("queueResolveHandler (§5)", () => {
     }).pipe(Effect.provide(ResolveRuntime.layer)))
 
   describe("helpers", () => {
+    it.effect("commit in a fiber that apply forked counts: a failure after it leaves the action applied", () =>
+      Effect.gen(function*() {
+        const queue = yield* ToolChoiceQueue
+        const handle = yield* queueResolveHandler({
+          label: "Edit",
+          sourceToolName: "edit",
+          apply: () =>
+            Effect.zipRight(
+              Effect.flatMap(Effect.fork(PendingAction.commit(Effect.void)), Fiber.join),
+              Effect.fail(new Error("after the write"))
+            )
+        })
+        yield* queue.nextToolChoice
+        assert.instanceOf(yield* Effect.flip(ResolveTool.execute({ action: "apply", reason: "ok" })), ApplyFailed)
+        assert.strictEqual(yield* handle.status, "applied")
+      }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+    it.effect("each resolve call in a fiber has its own commit marker, and none outlives its call", () =>
+      Effect.gen(function*() {
+        const queue = yield* ToolChoiceQueue
+        const failing = (committing: boolean) =>
+          queueResolveHandler({
+            label: committing ? "committed" : "uncommitted",
+            sourceToolName: "edit",
+            apply: () =>
+              Effect.zipRight(committing ? PendingAction.commit(Effect.void) : Effect.void, Effect.fail("boom"))
+          })
+        const first = yield* failing(true)
+        yield* queue.nextToolChoice
+        yield* Effect.flip(ResolveTool.execute({ action: "apply", reason: "ok" }))
+        yield* queue.resolve
+        assert.strictEqual(yield* first.status, "applied")
+        const second = yield* failing(false)
+        yield* queue.nextToolChoice
+        yield* Effect.flip(ResolveTool.execute({ action: "apply", reason: "ok" }))
+        assert.strictEqual(yield* second.status, "pending")
+        // A commit after the calls marks nothing.
+        yield* PendingAction.commit(Effect.void)
+        assert.strictEqual(yield* second.status, "pending")
+      }).pipe(Effect.provide(ResolveRuntime.layer)))
+
     it.effect("commit outside apply just runs its effect", () =>
       Effect.gen(function*() {
         assert.strictEqual(yield* PendingAction.commit(Effect.succeed(42)), 42)
