@@ -6,7 +6,7 @@
  * array push), `back` holds the tail part in order; when `front` runs out, `back` is moved over reversed. Every
  * operation but `removeByLabel`, `clear` and `inspect` is O(1) amortized.
  */
-import type { RejectDecision, RejectReason, ToolChoice } from "../src/index.js"
+import type { RejectDecision, RejectReason, ToolChoice } from "../dist/index.js"
 
 type Choice = ToolChoice.ToolChoice
 

@@ -3,7 +3,7 @@
  * `now: true` pushes (the preview path), against the Effect floor and the plain baseline.
  */
 import * as Effect from "effect/Effect"
-import { ToolChoice, ToolChoiceQueue } from "../src/index.js"
+import { ToolChoice, ToolChoiceQueue } from "../dist/index.js"
 import { compareMedians } from "./harness.js"
 import { PlainQueue } from "./PlainQueue.js"
 

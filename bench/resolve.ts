@@ -16,7 +16,7 @@ import {
   ToolChoice,
   ToolChoiceQueue,
   ToolResult
-} from "../src/index.js"
+} from "../dist/index.js"
 import { compareMedians, settledHeap } from "./harness.js"
 import { PlainQueue } from "./PlainQueue.js"
 

@@ -19,7 +19,7 @@ import {
   ToolChoiceQueue,
   ToolResult,
   TurnDriver
-} from "../src/index.js"
+} from "../dist/index.js"
 import { median, type Row } from "./harness.js"
 
 const Stage = Tool.make("stage", {
