@@ -208,18 +208,59 @@ export const discardedText = (label: string, reason: string): string => `Discard
 export const runResolveInvocation = <E, R>(
   spec: PendingActionSpec<E, R>,
   invocation: ResolveInvocation
-): Effect.Effect<ToolResult.ToolResult, ToolError | ApplyFailed, R> => {
-  const extra = invocation.extra ?? {}
-  const run: Effect.Effect<ToolResult.ToolResult, ToolError | ApplyFailed, R> = invocation.action === "apply" ?
-    Effect.catchAllCause(Effect.suspend(() => spec.apply(invocation.reason, extra)), toApplyFailure(spec)) :
-    spec.reject === undefined ?
-    Effect.succeed(ToolResult.text(discardedText(spec.label, invocation.reason))) :
-    Effect.map(
-      Effect.suspend(() => spec.reject!(invocation.reason, extra)),
-      Option.getOrElse(() => ToolResult.text(discardedText(spec.label, invocation.reason)))
-    )
-  return Effect.map(run, (result) => withResolveDetails(result, invocation, spec))
+): Effect.Effect<ToolResult.ToolResult, ToolError | ApplyFailed, R> =>
+  Effect.suspend(() =>
+    Effect.matchCauseEffect(attempt(spec, invocation), {
+      onSuccess: (value) => Effect.succeed(settled(spec, invocation, value)),
+      onFailure: (cause) => failedWith(spec, invocation, cause)
+    })
+  )
+
+// Calls a producer callback; a throw becomes a defect, as inside `Effect.suspend`.
+const call = <A, E, R>(f: () => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
+  try {
+    return f()
+  } catch (defect) {
+    return Effect.die(defect)
+  }
 }
+
+const noReject = Effect.succeed(Option.none<ToolResult.ToolResult>())
+
+// The callback of an invocation: `apply`'s result, or `reject`'s `Option` (none without `reject`).
+const attempt = <E, R>(
+  spec: PendingActionSpec<E, R>,
+  invocation: ResolveInvocation
+): Effect.Effect<ToolResult.ToolResult | Option.Option<ToolResult.ToolResult>, unknown, R> => {
+  const extra = invocation.extra ?? {}
+  if (invocation.action === "apply") return call(() => spec.apply(invocation.reason, extra))
+  return spec.reject === undefined ? noReject : call(() => spec.reject!(invocation.reason, extra))
+}
+
+// A callback's success as the resolve result: the default discard text for `Option.none()`, and the details merge.
+const settled = (
+  spec: { readonly label: string; readonly sourceToolName: string },
+  invocation: ResolveInvocation,
+  value: ToolResult.ToolResult | Option.Option<ToolResult.ToolResult>
+): ToolResult.ToolResult =>
+  withResolveDetails(
+    invocation.action === "apply" ?
+      value as ToolResult.ToolResult :
+      Option.getOrElse(
+        value as Option.Option<ToolResult.ToolResult>,
+        () => ToolResult.text(discardedText(spec.label, invocation.reason))
+      ),
+    invocation,
+    spec
+  )
+
+// A callback's failure as the resolve error: `apply`'s through `toApplyFailure`, `reject`'s unchanged.
+const failedWith = (
+  spec: { readonly label: string; readonly sourceToolName: string },
+  invocation: ResolveInvocation,
+  cause: Cause.Cause<unknown>
+): Effect.Effect<never, ToolError | ApplyFailed> =>
+  invocation.action === "apply" ? toApplyFailure(spec)(cause) : Effect.failCause(cause as Cause.Cause<ToolError>)
 
 /**
  * A staged action's state. Mutable and closure-local to one staging, read and changed only inside synchronous
@@ -270,44 +311,11 @@ const rejectDecision = (lifecycle: Lifecycle, reason: string): "requeue" | "drop
   return lifecycle.status === "pending" || lifecycle.status === "resolving" ? "requeue" : "drop"
 }
 
-// Calls a producer callback; a throw becomes a defect, as inside `Effect.suspend`.
-const call = <A, E, R>(f: () => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
-  try {
-    return f()
-  } catch (defect) {
-    return Effect.die(defect)
-  }
-}
-
-const noReject = Effect.succeed(Option.none<ToolResult.ToolResult>())
-
-// The callback of an invocation: `apply`'s result, or `reject`'s `Option` (none without `reject`).
-const attempt = <E, R>(
-  spec: PendingActionSpec<E, R>,
-  invocation: ResolveInvocation
-): Effect.Effect<ToolResult.ToolResult | Option.Option<ToolResult.ToolResult>, unknown, R> => {
-  const extra = invocation.extra ?? {}
-  if (invocation.action === "apply") return call(() => spec.apply(invocation.reason, extra))
-  return spec.reject === undefined ? noReject : call(() => spec.reject!(invocation.reason, extra))
-}
-
-const resultOf = (
-  label: string,
-  invocation: ResolveInvocation,
-  value: ToolResult.ToolResult | Option.Option<ToolResult.ToolResult>
-): ToolResult.ToolResult =>
-  invocation.action === "apply" ?
-    value as ToolResult.ToolResult :
-    Option.getOrElse(
-      value as Option.Option<ToolResult.ToolResult>,
-      () => ToolResult.text(discardedText(label, invocation.reason))
-    )
-
 type Attempt = Effect.Effect<ToolResult.ToolResult | Option.Option<ToolResult.ToolResult>, unknown>
 
-// Claims the action, runs its callback interruptibly and settles it, in one uninterruptible region. The error
-// mapping and details merge of `runResolveInvocation` are inlined here: every combinator is a step of the run
-// loop, and this is every preview's hot path (bench/).
+// Claims the action, runs its callback interruptibly and settles it, in one uninterruptible region, with the
+// helpers of `runResolveInvocation` called in its match rather than as further combinators: each combinator is a
+// step of the run loop, and this is every preview's hot path (bench/).
 const invokeStaged = <E, R>(
   spec: PendingActionSpec<E, R>,
   context: Context.Context<R>,
@@ -338,13 +346,11 @@ const invokeStaged = <E, R>(
         onSuccess: (value) => {
           slot.current = previous
           lifecycle.status = invocation.action === "apply" ? "applied" : "discarded"
-          return Effect.succeed(withResolveDetails(resultOf(spec.label, invocation, value), invocation, spec))
+          return Effect.succeed(settled(spec, invocation, value))
         },
         onFailure: (cause): Effect.Effect<never, ResolveError> => {
           slot.current = previous
-          const failed = invocation.action === "apply" ?
-            toApplyFailure(spec)(cause) :
-            Effect.failCause(cause as Cause.Cause<ResolveError>)
+          const failed = failedWith(spec, invocation, cause)
           if (marker.committed) {
             lifecycle.status = invocation.action === "apply" ? "applied" : "discarded"
             return failed
