@@ -29,7 +29,6 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Predicate from "effect/Predicate"
-import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
 
 /**
@@ -47,7 +46,10 @@ export interface ScriptedRequest {
   readonly toolChoice: LanguageModel.ToolChoice<string>
   /** The names of the tools sent, in order. */
   readonly tools: ReadonlyArray<string>
-  /** Every text of every user message in the prompt, oldest first (steering messages included). */
+  /**
+   * Every text of every user message in the prompt, oldest first (steering messages included). Computed on first
+   * read, so a long scripted session does not pay a walk of the whole history per request.
+   */
   readonly userTexts: ReadonlyArray<string>
 }
 
@@ -184,6 +186,20 @@ const userTextsOf = (prompt: Prompt.Prompt): ReadonlyArray<string> =>
     message.role === "user" ? message.content.flatMap((part) => part.type === "text" ? [part.text] : []) : []
   )
 
+/** A recorded request whose `userTexts` is computed on first read and then kept. */
+const makeRequest = (index: number, options: LanguageModel.ProviderOptions): ScriptedRequest => {
+  let userTexts: ReadonlyArray<string> | undefined
+  return {
+    index,
+    prompt: options.prompt,
+    toolChoice: options.toolChoice,
+    tools: options.tools.map((tool) => tool.name),
+    get userTexts() {
+      return userTexts ??= userTextsOf(options.prompt)
+    }
+  }
+}
+
 const isFailure = (turn: ScriptedTurn): turn is Extract<ScriptedTurn, { readonly _tag: "ScriptedFailure" }> =>
   Predicate.hasProperty(turn, "_tag")
 
@@ -219,18 +235,14 @@ export const make = (
   script: Script
 ): Effect.Effect<{ readonly model: LanguageModel.Service; readonly recorder: ScriptedModel.Service }> =>
   Effect.gen(function*() {
-    const recorded = yield* Ref.make<ReadonlyArray<ScriptedRequest>>([])
+    // Appended to in one synchronous step per request (atomic on the single-threaded runtime); read as a copy.
+    const recorded: Array<ScriptedRequest> = []
     const answer = (options: LanguageModel.ProviderOptions) =>
       Effect.gen(function*() {
-        const request = yield* Ref.modify(recorded, (all): [ScriptedRequest, ReadonlyArray<ScriptedRequest>] => {
-          const request: ScriptedRequest = {
-            index: all.length,
-            prompt: options.prompt,
-            toolChoice: options.toolChoice,
-            tools: options.tools.map((tool) => tool.name),
-            userTexts: userTextsOf(options.prompt)
-          }
-          return [request, [...all, request]]
+        const request = yield* Effect.sync(() => {
+          const request = makeRequest(recorded.length, options)
+          recorded.push(request)
+          return request
         })
         const step = typeof script === "function" ? script(request) : script[request.index]
         if (step === undefined) return yield* Effect.fail(exhausted(request.index))
@@ -242,7 +254,7 @@ export const make = (
       generateText: answer,
       streamText: (options) => Stream.flatMap(answer(options), (parts) => Stream.fromIterable(toStreamParts(parts)))
     })
-    return { model, recorder: ScriptedModel.of({ requests: Ref.get(recorded) }) }
+    return { model, recorder: ScriptedModel.of({ requests: Effect.sync(() => recorded.slice()) }) }
   })
 
 /**
