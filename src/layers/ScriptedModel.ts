@@ -25,10 +25,12 @@ import * as AiError from "@effect/ai/AiError"
 import * as LanguageModel from "@effect/ai/LanguageModel"
 import type * as Prompt from "@effect/ai/Prompt"
 import type * as Response from "@effect/ai/Response"
+import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Predicate from "effect/Predicate"
+import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
 
 /**
@@ -235,14 +237,13 @@ export const make = (
   script: Script
 ): Effect.Effect<{ readonly model: LanguageModel.Service; readonly recorder: ScriptedModel.Service }> =>
   Effect.gen(function*() {
-    // Appended to in one synchronous step per request (atomic on the single-threaded runtime); read as a copy.
-    const recorded: Array<ScriptedRequest> = []
+    // A Chunk: appending does not copy the requests recorded so far (a long session makes thousands).
+    const recorded = yield* Ref.make(Chunk.empty<ScriptedRequest>())
     const answer = (options: LanguageModel.ProviderOptions) =>
       Effect.gen(function*() {
-        const request = yield* Effect.sync(() => {
-          const request = makeRequest(recorded.length, options)
-          recorded.push(request)
-          return request
+        const request = yield* Ref.modify(recorded, (all): [ScriptedRequest, Chunk.Chunk<ScriptedRequest>] => {
+          const request = makeRequest(Chunk.size(all), options)
+          return [request, Chunk.append(all, request)]
         })
         const step = typeof script === "function" ? script(request) : script[request.index]
         if (step === undefined) return yield* Effect.fail(exhausted(request.index))
@@ -254,7 +255,7 @@ export const make = (
       generateText: answer,
       streamText: (options) => Stream.flatMap(answer(options), (parts) => Stream.fromIterable(toStreamParts(parts)))
     })
-    return { model, recorder: ScriptedModel.of({ requests: Effect.sync(() => recorded.slice()) }) }
+    return { model, recorder: ScriptedModel.of({ requests: Effect.map(Ref.get(recorded), Chunk.toReadonlyArray) }) }
   })
 
 /**

@@ -14,6 +14,7 @@ describe("ScriptedModel", () => {
       const chat = yield* Chat.empty
       const first = yield* chat.generateText({ prompt: "hi" })
       assert.strictEqual(first.text, "Hello.")
+      const before = yield* ScriptedModel.requests
       const second = yield* chat.generateText({
         prompt: "echo this",
         toolkit: EchoToolkit,
@@ -26,6 +27,11 @@ describe("ScriptedModel", () => {
       deepStrictEqual(requests[1]!.toolChoice, { tool: "echo" })
       deepStrictEqual(requests[1]!.tools, ["echo"])
       deepStrictEqual(requests[1]!.userTexts, ["hi", "echo this"])
+      deepStrictEqual(requests[1]!.userTexts, ["hi", "echo this"]) // computed once, then the same on every read
+      deepStrictEqual(requests.map((r) => r.index), [0, 1])
+      // What was read earlier is a snapshot: later requests do not show up in it.
+      assert.strictEqual(before.length, 1)
+      deepStrictEqual(before[0]!.userTexts, ["hi"])
     }).pipe(Effect.provide([
       ScriptedModel.layer(["Hello.", ScriptedModel.toolCall("echo", { text: "this" })]),
       EchoHandlers
