@@ -67,6 +67,14 @@ export interface PushOptions {
    * is resolved without it having completed successfully, the value is rejected with `not_invoked`.
    */
   readonly onInvoked?: Invoker
+  /**
+   * Whether the directive is still wanted, read synchronously on every serve and turn end (it must not block).
+   * `false`: the directive is satisfied; it is dropped without callbacks when it reaches the head, and its
+   * in-flight value resolves normally. `true` at the end of a turn that served it: the value is rejected with
+   * `not_invoked`, so its `onRejected` may requeue it. A pending action's forcing directive uses it: wanted while
+   * the action is pending.
+   */
+  readonly active?: () => boolean
 }
 
 /**
@@ -214,6 +222,23 @@ const runRejected = (directive: Directive, reason: RejectReason): Effect.Effect<
 
 const noChoice: Effect.Effect<Option.Option<ToolChoice>> = Effect.succeed(Option.none())
 
+// A directive without `active` is always wanted; a throwing `active` counts as wanted (it is reported when the turn
+// ends), so a bug in it cannot silently drop a directive.
+const isWanted = (directive: Directive): boolean => {
+  const active = directive.options.active
+  if (active === undefined) return true
+  try {
+    return active()
+  } catch {
+    return true
+  }
+}
+
+// The served turn ended without what the directive waits for: `onInvoked` never completed, or it is still active.
+const unsatisfied = (f: InFlight): boolean =>
+  (f.directive.options.onInvoked !== undefined && !f.invoked) ||
+  (f.directive.options.active !== undefined && isWanted(f.directive))
+
 /**
  * Builds a queue. Prefer `ToolChoiceQueue.layer`; `make` suits a hand-built runtime.
  *
@@ -253,16 +278,21 @@ export const make: Effect.Effect<ToolChoiceQueue.Service> = Effect.sync(() => {
     return f
   }
 
-  // Serves the head directive's next value (nothing must be in flight).
+  // Serves the head directive's next value (nothing must be in flight); satisfied directives are dropped first.
   const serveHead = (): Option.Option<ToolChoice> => {
     let front = s.front
-    if (front.length === 0) {
-      if (s.back.length === 0) return Option.none()
-      front = s.back.reverse()
-      s.front = front
-      s.back = []
+    let head: Directive
+    for (;;) {
+      if (front.length === 0) {
+        if (s.back.length === 0) return Option.none()
+        front = s.back.reverse()
+        s.front = front
+        s.back = []
+      }
+      head = front[front.length - 1]!
+      if (isWanted(head)) break
+      front.pop()
     }
-    const head = front[front.length - 1]!
     const choice = head.choices[head.next]!
     if (head.next + 1 < head.choices.length) head.next++
     else front.pop()
@@ -345,17 +375,14 @@ export const make: Effect.Effect<ToolChoiceQueue.Service> = Effect.sync(() => {
     return Option.isNone(served) ? noChoice : Effect.succeed(served)
   })
 
-  const needsCallback = (f: InFlight): boolean =>
-    f.directive.options.onInvoked !== undefined ?
-      !f.invoked || f.directive.options.onResolved !== undefined :
-      f.directive.options.onResolved !== undefined
+  const needsCallback = (f: InFlight): boolean => f.directive.options.onResolved !== undefined || unsatisfied(f)
 
   // Clears the slot; returns the callback to run, if any.
   const resolveStep = (): Effect.Effect<void> => {
     const f = s.inFlight
     if (f === undefined) return Effect.void
     s.inFlight = undefined
-    if (f.directive.options.onInvoked !== undefined && !f.invoked) {
+    if (unsatisfied(f)) {
       addRejecting(f)
       return finishRejected(f, "not_invoked")
     }
@@ -450,6 +477,6 @@ export const make: Effect.Effect<ToolChoiceQueue.Service> = Effect.sync(() => {
       s.lastServedLabel = Option.none()
       return label
     }),
-    inspect: Effect.sync(() => toArray().map((d) => d.label))
+    inspect: Effect.sync(() => toArray().filter(isWanted).map((d) => d.label))
   })
 })

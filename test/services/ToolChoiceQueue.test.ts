@@ -327,6 +327,59 @@ describe("ToolChoiceQueue", () => {
       }).pipe(Effect.provide(ResolveRuntime.layer)))
   })
 
+  describe("active (a directive wanted only while something is pending)", () => {
+    it.effect("an inactive directive is dropped at the head without callbacks, and inspect hides it", () =>
+      Effect.gen(function*() {
+        const queue = yield* ToolChoiceQueue
+        const log = yield* Ref.make<ReadonlyArray<string>>([])
+        let wanted = true
+        yield* queue.pushOnce(tool("late"), { ...recording(log, "late") })
+        yield* queue.pushOnce(tool("resolve"), { ...recording(log, "gate"), now: true, active: () => wanted })
+        deepStrictEqual(yield* queue.inspect, ["gate", "late"])
+        wanted = false
+        deepStrictEqual(yield* queue.inspect, ["late"])
+        deepStrictEqual(yield* queue.nextToolChoice, Option.some(tool("late")))
+        yield* queue.resolve
+        deepStrictEqual(yield* queue.nextToolChoice, Option.none())
+        deepStrictEqual(yield* Ref.get(log), ["late:resolved"])
+      }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+    it.effect("a turn that ends while the directive is still active rejects it with not_invoked", () =>
+      Effect.gen(function*() {
+        const queue = yield* ToolChoiceQueue
+        const log = yield* Ref.make<ReadonlyArray<string>>([])
+        let wanted = true
+        yield* queue.pushOnce(tool("resolve"), {
+          ...recording(log, "gate", () => "requeue"),
+          active: () => wanted
+        })
+        yield* turn
+        deepStrictEqual(yield* Ref.get(log), ["gate:not_invoked"])
+        deepStrictEqual(yield* queue.inspect, ["gate"])
+        yield* queue.nextToolChoice
+        wanted = false
+        yield* queue.resolve
+        deepStrictEqual(yield* Ref.get(log), ["gate:not_invoked", "gate:resolved"])
+        deepStrictEqual(yield* queue.inspect, [])
+      }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+    it.effect("an active() that throws counts as wanted: the directive is neither lost nor consumed", () =>
+      Effect.gen(function*() {
+        const queue = yield* ToolChoiceQueue
+        const log = yield* Ref.make<ReadonlyArray<string>>([])
+        yield* queue.pushOnce(tool("resolve"), {
+          ...recording(log, "gate", () => "requeue"),
+          active: () => {
+            throw new Error("boom")
+          }
+        })
+        deepStrictEqual(yield* queue.inspect, ["gate"])
+        deepStrictEqual(yield* turn, Option.some(tool("resolve")))
+        deepStrictEqual(yield* Ref.get(log), ["gate:not_invoked"])
+        deepStrictEqual(yield* queue.inspect, ["gate"])
+      }).pipe(Effect.provide(ResolveRuntime.layer)))
+  })
+
   describe("peekInFlightInvoker", () => {
     it.effect("is none with nothing in flight, or when the in-flight directive has no onInvoked", () =>
       Effect.gen(function*() {
