@@ -2,8 +2,10 @@
  * Terminal rendering of `resolve` calls (SPEC §7): one inline block merging the call and its result, with the status
  * (`Accept`, `Discard` or `Failed`), the label split into a summary and a `[source]` badge, the reason, and the
  * result's first line or the error. Failures keep the label and the reason. Lines never exceed `width` terminal
- * columns (wide CJK and emoji characters count as 2); model-provided text is stripped of control characters, so a
- * reason cannot inject terminal escapes. `intent` is the one-line status-bar form.
+ * columns (measured with `string-width`, so wide CJK and emoji characters count as 2): the header is shortened with
+ * `…`, the reason and the detail are wrapped over several lines (`wrap-ansi`). Model-provided text is stripped of
+ * control characters, so a reason cannot inject terminal escapes. Colours come from Node's `util.styleText` and are
+ * off when `NO_COLOR` is set (unless `color: true` is passed). `intent` is the one-line status-bar form.
  *
  * @example
  * ```ts
@@ -25,134 +27,71 @@ import * as Cause from "effect/Cause"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
+import { styleText } from "node:util"
+import measure from "string-width"
+import wrapAnsi from "wrap-ansi"
 import type { ToolResult } from "../domain/ToolResult.js"
 
 // -----------------------------------------------------------------------------------------------------------------
 // width
 // -----------------------------------------------------------------------------------------------------------------
 
-const segmenter = new Intl.Segmenter("en", { granularity: "grapheme" })
-
-const wideRanges: ReadonlyArray<readonly [number, number]> = [
-  [0x1100, 0x115F],
-  [0x231A, 0x231B],
-  [0x2329, 0x232A],
-  [0x2E80, 0x303E],
-  [0x3041, 0x33FF],
-  [0x3400, 0x4DBF],
-  [0x4E00, 0x9FFF],
-  [0xA000, 0xA4CF],
-  [0xA960, 0xA97F],
-  [0xAC00, 0xD7A3],
-  [0xF900, 0xFAFF],
-  [0xFE10, 0xFE19],
-  [0xFE30, 0xFE6F],
-  [0xFF00, 0xFF60],
-  [0xFFE0, 0xFFE6],
-  [0x16FE0, 0x16FE4],
-  [0x17000, 0x18AFF],
-  [0x1B000, 0x1B2FF],
-  [0x1F004, 0x1F004],
-  [0x1F0CF, 0x1F0CF],
-  [0x1F18E, 0x1F18E],
-  [0x1F191, 0x1F19A],
-  [0x1F200, 0x1F251],
-  [0x1F300, 0x1F64F],
-  [0x1F680, 0x1F6FF],
-  [0x1F900, 0x1F9FF],
-  [0x1FA70, 0x1FAFF],
-  [0x20000, 0x2FFFD],
-  [0x30000, 0x3FFFD]
-]
-
-const isWide = (codePoint: number): boolean => wideRanges.some(([lo, hi]) => codePoint >= lo && codePoint <= hi)
-
-const zeroWidth = /^[\p{Mark}\u200B-\u200F\u2060-\u2064\uFE00-\uFE0F\u{E0100}-\u{E01EF}]$/u
-const emojiPresentation = /\p{Emoji_Presentation}|\p{Extended_Pictographic}\uFE0F/u
-
-const graphemeWidth = (grapheme: string): number => {
-  const first = grapheme.codePointAt(0) ?? 0
-  if (isWide(first) || emojiPresentation.test(grapheme)) return 2
-  for (const char of grapheme) if (!zeroWidth.test(char)) return 1
-  return 0
-}
-
-const graphemes = (text: string): Array<string> => Array.from(segmenter.segment(text), (s) => s.segment)
-
 /**
- * The number of terminal columns `text` takes (no control characters expected): wide CJK and emoji graphemes count
- * 2, combining marks and zero-width characters 0, everything else 1.
+ * The number of terminal columns `text` takes (`string-width`): wide CJK and emoji graphemes count 2, combining marks
+ * and zero-width characters 0, ANSI escapes 0.
  *
  * @since 0.1.0
  * @category width
  */
-export const stringWidth = (text: string): number => graphemes(text).reduce((n, g) => n + graphemeWidth(g), 0)
+export const stringWidth = (text: string): number => measure(text)
 
 /**
  * Shortens `text` to at most `width` columns, ending with `…` when something was cut. A wide character that would
- * cross the limit is dropped whole.
+ * cross the limit is dropped whole; ANSI styles are closed (the cut is `wrap-ansi`'s first line).
  *
  * @since 0.1.0
  * @category width
  */
-export const truncate = (text: string, width: number): string => fitSegments([{ text, style: plain }], width, false)
+export const truncate = (text: string, width: number): string => {
+  const columns = Math.max(1, Math.floor(width))
+  if (measure(text) <= columns) return text
+  const kept = wrapAnsi(text, Math.max(1, columns - 1), { hard: true, wordWrap: false, trim: false }).split("\n")[0]!
+  // At one column, or when the first character alone is wider than the room left, only the ellipsis fits.
+  return columns === 1 || measure(kept) > columns - 1 ? "…" : `${kept}…`
+}
+
+// Word wrap; a line that still does not fit (one wide character in a column) is shortened.
+const wrap = (text: string, width: number): Array<string> =>
+  text === "" ?
+    [""] :
+    wrapAnsi(text, Math.max(1, Math.floor(width)), { hard: true, trim: true }).split("\n").map((line) =>
+      truncate(line, width)
+    )
 
 // -----------------------------------------------------------------------------------------------------------------
 // styles
 // -----------------------------------------------------------------------------------------------------------------
 
-interface Style {
-  readonly open: string
-}
+type Format = Parameters<typeof styleText>[0]
 
-const plain: Style = { open: "" }
 const styles = {
-  accept: { open: "\x1b[1;32m" },
-  discard: { open: "\x1b[1;33m" },
-  failed: { open: "\x1b[1;31m" },
-  badge: { open: "\x1b[36m" },
-  dim: { open: "\x1b[2m" },
-  error: { open: "\x1b[31m" }
-} as const satisfies Record<string, Style>
+  accept: ["bold", "green"],
+  discard: ["bold", "yellow"],
+  failed: ["bold", "red"],
+  badge: "cyan",
+  dim: "dim",
+  error: "red"
+} as const satisfies Record<string, Format>
 
-const reset = "\x1b[0m"
+// `validateStream: false`: whether to colour is this module's decision (the `color` option, `NO_COLOR`), not a guess
+// from `process.stdout` (which Node versions make differently, and which may not be where the lines go).
+const paint = (text: string, format: Format | undefined, color: boolean): string =>
+  color && format !== undefined && text !== "" ? styleText(format, text, { validateStream: false }) : text
 
-interface Segment {
-  readonly text: string
-  readonly style: Style
-}
-
-const paint = (segment: Segment, color: boolean): string =>
-  color && segment.style.open !== "" && segment.text !== ""
-    ? `${segment.style.open}${segment.text}${reset}`
-    : segment.text
-
-const fitSegments = (segments: ReadonlyArray<Segment>, width: number, color: boolean): string => {
-  const columns = Math.max(1, Math.floor(width))
-  const total = segments.reduce((n, s) => n + stringWidth(s.text), 0)
-  if (total <= columns) return segments.map((s) => paint(s, color)).join("")
-  const budget = columns - 1 // room for "…"
-  let used = 0
-  const out: Array<string> = []
-  for (const segment of segments) {
-    let kept = ""
-    let full = true
-    for (const g of graphemes(segment.text)) {
-      const w = graphemeWidth(g)
-      if (used + w > budget) {
-        full = false
-        break
-      }
-      used += w
-      kept += g
-    }
-    if (!full) {
-      out.push(paint({ text: `${kept}…`, style: segment.style }, color))
-      return out.join("")
-    }
-    out.push(paint({ text: kept, style: segment.style }, color))
-  }
-  return out.join("")
+/** Colours are on unless `NO_COLOR` is set to a non-empty value (https://no-color.org). */
+const colorByDefault = (): boolean => {
+  const noColor = globalThis.process?.env?.NO_COLOR
+  return noColor === undefined || noColor === ""
 }
 
 // Control characters (C0, DEL, C1) would move the cursor or start escape sequences: tabs become a space, the rest
@@ -195,8 +134,8 @@ export type ResolveOutcome = Exit.Exit<ToolResult, unknown> | ToolResult
 export interface RenderOptions {
   /** Terminal columns; no line is longer. */
   readonly width: number
-  /** ANSI colours, or plain text. */
-  readonly color: boolean
+  /** ANSI colours, or plain text. Default: colours unless the `NO_COLOR` environment variable is set. */
+  readonly color?: boolean
   /** The label to show when neither the result nor the error carries one (a `ToolError` from `apply`). */
   readonly label?: string
 }
@@ -294,21 +233,32 @@ export const renderResolve = (
   )
   const split = splitLabel(oneLine(label))
   const badge = Option.orElse(split.badge, () => Option.map(c.source, oneLine))
+  const color = options.color ?? colorByDefault()
+  const width = Math.max(1, Math.floor(options.width))
   const statusStyle = c.status === "Accept" ? styles.accept : c.status === "Discard" ? styles.discard : styles.failed
-  const header: Array<Segment> = [
-    { text: c.status, style: statusStyle },
-    { text: ` ${split.summary}`, style: plain },
-    ...Option.match(badge, { onNone: () => [], onSome: (b) => [{ text: ` [${b}]`, style: styles.badge }] })
-  ]
-  const lines: Array<ReadonlyArray<Segment>> = [header]
+  const header = paint(c.status, statusStyle, color) + ` ${split.summary}` +
+    Option.match(badge, { onNone: () => "", onSome: (b) => paint(` [${b}]`, styles.badge, color) })
+  const lines = [truncate(header, width)]
+  // Indented lines: the reason wraps in full; the detail wraps to at most `maxDetailLines` lines.
+  const indent = width > 2 ? "  " : ""
+  const body = width - indent.length
   const reason = Option.getOrElse(c.reason, () => "(no reason given)")
-  for (const line of clean(reason).split("\n")) lines.push([{ text: `  ${line}`, style: plain }])
+  for (const paragraph of clean(reason).split("\n")) {
+    for (const line of wrap(paragraph, body)) lines.push(indent + line)
+  }
   if (Option.isSome(c.detail)) {
     const style = c.status === "Failed" ? styles.error : styles.dim
-    for (const line of clean(c.detail.value).split("\n")) lines.push([{ text: `  ${line}`, style }])
+    const wrapped = clean(c.detail.value).split("\n").flatMap((paragraph) => wrap(paragraph, body))
+    const shown = wrapped.length <= maxDetailLines ?
+      wrapped :
+      [...wrapped.slice(0, maxDetailLines - 1), truncate(`${wrapped[maxDetailLines - 1]} …`, body)]
+    for (const line of shown) lines.push(paint(indent + line, style, color))
   }
-  return lines.map((segments) => fitSegments(segments, options.width, options.color))
+  return lines
 }
+
+/** The detail (a result's first line, or the error) shows at most this many wrapped lines. */
+const maxDetailLines = 4
 
 /**
  * A one-line status-bar text for a call: `accepting: <reason>` or `discarding: <reason>` (`resolving: ...` while the

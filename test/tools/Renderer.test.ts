@@ -120,13 +120,15 @@ describe("Renderer", () => {
   })
 
   describe("renderResolve with colour", () => {
+    const green = (text: string) => `\x1b[1m\x1b[32m${text}\x1b[39m\x1b[22m`
+    const cyan = (text: string) => `\x1b[36m${text}\x1b[39m`
     it("Accept", () => {
       deepStrictEqual(
         Renderer.renderResolve({ action: "apply", reason: "The diff matches." }, applied, colour),
         [
-          "\x1b[1;32mAccept\x1b[0m 2 replacement(s) in 1 file(s)\x1b[36m [Edit]\x1b[0m",
+          `${green("Accept")} 2 replacement(s) in 1 file(s)${cyan(" [Edit]")}`,
           "  The diff matches.",
-          "\x1b[2m  Applied the edit.\x1b[0m"
+          "\x1b[2m  Applied the edit.\x1b[22m"
         ]
       )
     })
@@ -134,27 +136,54 @@ describe("Renderer", () => {
     it("Discard", () => {
       assert.strictEqual(
         Renderer.renderResolve({ action: "discard", reason: "Too broad." }, discarded, colour)[0],
-        "\x1b[1;33mDiscard\x1b[0m 2 replacement(s) in 1 file(s)\x1b[36m [Edit]\x1b[0m"
+        `\x1b[1m\x1b[33mDiscard\x1b[39m\x1b[22m 2 replacement(s) in 1 file(s)${cyan(" [Edit]")}`
       )
     })
 
     it("Failed", () => {
       deepStrictEqual(Renderer.renderResolve({ action: "apply", reason: "Run it." }, applyFailed, colour), [
-        "\x1b[1;31mFailed\x1b[0m 1 table\x1b[36m [Migration]\x1b[0m",
+        `\x1b[1m\x1b[31mFailed\x1b[39m\x1b[22m 1 table${cyan(" [Migration]")}`,
         "  Run it.",
-        "\x1b[31m  Apply failed: database is locked\x1b[0m"
+        "\x1b[31m  Apply failed: database is locked\x1b[39m"
       ])
     })
 
-    it("truncation closes the colour", () => {
-      deepStrictEqual(
-        Renderer.renderResolve({ action: "apply", reason: "r" }, applied, { width: 20, color: true })[0],
-        "\x1b[1;32mAccept\x1b[0m 2 replacemen…"
-      )
-      deepStrictEqual(
-        Renderer.renderResolve({ action: "apply", reason: "r" }, applied, { width: 40, color: true })[0],
-        "\x1b[1;32mAccept\x1b[0m 2 replacement(s) in 1 file(s)\x1b[36m [E…\x1b[0m"
-      )
+    it("shortening the header closes the colour", () => {
+      const header = (width: number) =>
+        Renderer.renderResolve({ action: "apply", reason: "r" }, applied, { width, color: true })[0]!
+      assert.strictEqual(Renderer.stringWidth(header(20)), 20)
+      assert.isTrue(header(20).endsWith("…"))
+      assert.strictEqual(header(20).replace(/\x1b\[[0-9;]*m/g, ""), "Accept 2 replacemen…")
+      assert.strictEqual(header(40).replace(/\x1b\[[0-9;]*m/g, ""), "Accept 2 replacement(s) in 1 file(s) [E…")
+      // Every colour opened is closed.
+      for (const width of [10, 20, 40]) {
+        const opened = (header(width).match(/\x1b\[(1|3[0-7])m/g) ?? []).length
+        const closed = (header(width).match(/\x1b\[(22|39)m/g) ?? []).length
+        assert.strictEqual(opened, closed, `width ${width}: ${JSON.stringify(header(width))}`)
+      }
+    })
+
+    it("colour defaults to on, and to off when NO_COLOR is set", () => {
+      const saved = process.env.NO_COLOR
+      try {
+        delete process.env.NO_COLOR
+        const on = Renderer.renderResolve({ action: "apply", reason: "r" }, applied, { width: 80 })[0]!
+        assert.isTrue(on.includes("\x1b["))
+        process.env.NO_COLOR = "1"
+        deepStrictEqual(
+          Renderer.renderResolve({ action: "apply", reason: "r" }, applied, { width: 80 }),
+          Renderer.renderResolve({ action: "apply", reason: "r" }, applied, plain)
+        )
+        // An explicit choice wins over the environment.
+        assert.isTrue(
+          Renderer.renderResolve({ action: "apply", reason: "r" }, applied, { width: 80, color: true })[0]!.includes(
+            "\x1b["
+          )
+        )
+      } finally {
+        if (saved === undefined) delete process.env.NO_COLOR
+        else process.env.NO_COLOR = saved
+      }
     })
   })
 
@@ -167,6 +196,7 @@ describe("Renderer", () => {
       assert.strictEqual(Renderer.stringWidth("🚀"), 2)
       assert.strictEqual(Renderer.stringWidth("👨‍👩‍👧"), 2)
       assert.strictEqual(Renderer.stringWidth("❤️"), 2)
+      assert.strictEqual(Renderer.stringWidth("🫠"), 2) // Unicode 14, past the old hand-written table
       assert.strictEqual(Renderer.stringWidth("e\u0301"), 1)
       assert.strictEqual(Renderer.stringWidth("\u200B"), 0)
     })
@@ -181,22 +211,53 @@ describe("Renderer", () => {
       assert.strictEqual(Renderer.truncate("short", 1), "…")
     })
 
-    it("no rendered line exceeds the width, wide reasons included", () => {
+    it("a long reason wraps over several lines, word by word, and nothing of it is lost", () => {
+      const reason = "The diff renames greet to hello in every file that imports it, as the request asked."
+      const lines = Renderer.renderResolve({ action: "apply", reason }, applied, { width: 30, color: false })
+      deepStrictEqual(lines.slice(1, 5), [
+        "  The diff renames greet to",
+        "  hello in every file that",
+        "  imports it, as the request",
+        "  asked."
+      ])
+      assert.strictEqual(lines.slice(1, 5).map((l) => l.trim()).join(" "), reason)
+    })
+
+    it("a long detail wraps to at most four lines", () => {
+      const message = Array.from({ length: 40 }, (_, i) => `word${i}`).join(" ")
+      const lines = Renderer.renderResolve(
+        { action: "apply", reason: "r" },
+        Exit.fail(new ToolError({ message })),
+        { width: 30, color: false }
+      )
+      deepStrictEqual(lines.length, 1 + 1 + 4)
+      assert.isTrue(lines[5]!.endsWith("…"))
+    })
+
+    it("no rendered line exceeds the width, and no reason text is lost, wide characters included", () => {
       const call = { action: "apply", reason: "変更は要求と一致しています 🚀🚀🚀 and then some more words" }
       const result = ToolResult.text("適用しました", { label: "編集: 2 件の置換 in 1 ファイル", action: "apply" })
       for (let width = 1; width <= 60; width++) {
         for (const color of [false, true]) {
           const lines = Renderer.renderResolve(call, result, { width, color })
-          assert.strictEqual(lines.length, 3)
           for (const line of lines) {
             const visible = line.replace(/\x1b\[[0-9;]*m/g, "")
             assert.isAtMost(Renderer.stringWidth(visible), width, `width ${width}: ${JSON.stringify(line)}`)
+          }
+          if (width >= 4) { // from 2 columns after the indent, every wide character fits
+            const reasonOnly = Renderer.renderResolve(call, ToolResult.text("", result.details), { width, color })
+            const shown = reasonOnly.slice(1).join("").replace(/\s/g, "")
+            assert.strictEqual(shown, call.reason.replace(/\s/g, ""), `width ${width}`)
           }
         }
       }
       deepStrictEqual(Renderer.renderResolve(call, result, { width: 16, color: false }), [
         "Accept 2 件の置…",
-        "  変更は要求と…",
+        "  変更は要求と一",
+        "  致しています",
+        "  🚀🚀🚀 and",
+        "  then some more",
+        "  words",
         "  適用しました"
       ])
     })

@@ -1,0 +1,88 @@
+/**
+ * The README's code blocks are the files under `examples/`, and the output blocks under them are what those files
+ * print. A block is marked in the README by a comment naming its file:
+ *
+ *     <!-- example: examples/quick-start.ts -->
+ *     ```ts
+ *     ...the file, verbatim...
+ *     ```
+ *     <!-- output -->            (optional)
+ *     ```text
+ *     ...what `node --import tsx examples/quick-start.ts` prints...
+ *     ```
+ *
+ * `tsx scripts/readme-examples.ts` checks that every marked block equals its file and its recorded output (exit
+ * 1 otherwise); `--write` rewrites the README from the files and fresh runs. The test suite runs the same check
+ * (test/examples/Readme.test.ts).
+ */
+import { execFile } from "node:child_process"
+import { readFileSync, writeFileSync } from "node:fs"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { promisify } from "node:util"
+
+/** The repository root. */
+export const root = join(dirname(fileURLToPath(import.meta.url)), "..")
+
+/** One marked block of the README. */
+export interface ExampleBlock {
+  /** The file, relative to the repository root. */
+  readonly file: string
+  /** The code shown in the README. */
+  readonly code: string
+  /** The output shown in the README, when the block records one. */
+  readonly output: string | undefined
+}
+
+const marker = /<!-- example: (\S+) -->\n```ts\n([\s\S]*?)```\n(?:<!-- output -->\n```text\n([\s\S]*?)```\n)?/g
+
+/** Every marked block of `readme`, in order. */
+export const blocks = (readme: string): ReadonlyArray<ExampleBlock> =>
+  Array.from(readme.matchAll(marker), (m) => ({ file: m[1]!, code: m[2]!, output: m[3] }))
+
+/** Runs an example as a user would (Node with tsx), from the repository root; resolves with what it printed. */
+export const runExample = async (file: string): Promise<string> => {
+  const { stdout } = await promisify(execFile)(process.execPath, ["--import", "tsx", file], {
+    cwd: root,
+    env: { ...process.env, NO_COLOR: "1" },
+    timeout: 120_000,
+    maxBuffer: 16 * 1024 * 1024
+  })
+  return stdout
+}
+
+const readme = () => readFileSync(join(root, "README.md"), "utf8")
+
+const write = async () => {
+  const text = readme()
+  let out = ""
+  let last = 0
+  for (const m of text.matchAll(marker)) {
+    const file = m[1]!
+    const code = readFileSync(join(root, file), "utf8")
+    const output = m[3] === undefined ? undefined : await runExample(file)
+    out += text.slice(last, m.index) + `<!-- example: ${file} -->\n\`\`\`ts\n${code}\`\`\`\n` +
+      (output === undefined ? "" : `<!-- output -->\n\`\`\`text\n${output}\`\`\`\n`)
+    last = m.index! + m[0].length
+  }
+  writeFileSync(join(root, "README.md"), out + text.slice(last))
+}
+
+const check = async () => {
+  const problems: Array<string> = []
+  for (const block of blocks(readme())) {
+    if (readFileSync(join(root, block.file), "utf8") !== block.code) problems.push(`${block.file}: code differs`)
+    if (block.output !== undefined && (await runExample(block.file)) !== block.output) {
+      problems.push(`${block.file}: output differs`)
+    }
+  }
+  for (const problem of problems) console.error(problem)
+  if (problems.length > 0) {
+    console.error("Run `npm run readme` to rewrite the README's example blocks from the files.")
+    process.exitCode = 1
+  }
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  await (process.argv.includes("--write") ? write() : check())
+}
