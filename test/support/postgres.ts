@@ -2,7 +2,8 @@
  * A real Postgres server for the tests and the bench.
  *
  * - `EFFECT_RESOLVE_PG_URL` set (CI: `.ci/run` starts a server and sets it): that server is used.
- * - Else, when Debian's binaries exist (`initdb`, `pg_ctl` in `/usr/lib/postgresql/<version>/bin` or on the PATH),
+ * - Else, when Debian's binaries exist (`initdb`, `pg_ctl` in `EFFECT_RESOLVE_PG_BIN`, or else in
+ *   `/usr/lib/postgresql/<version>/bin` or on the PATH),
  *   the first test file that needs Postgres starts one for the whole vitest run (a temp directory, a free loopback
  *   port; as root, run as the unprivileged `postgres` user), and `test/support/globalSetup.ts` stops it at the end.
  *   It is started lazily, so single-file runs that do not touch Postgres pay nothing.
@@ -27,9 +28,14 @@ const run = promisify(execFile)
 /** `EFFECT_RESOLVE_REQUIRE_PG=1`: a missing Postgres server is a failure, not a skip. */
 export const requirePostgres = (): boolean => process.env.EFFECT_RESOLVE_REQUIRE_PG === "1"
 
-/** The directory holding `initdb` and `pg_ctl`: Debian's newest `/usr/lib/postgresql/<v>/bin`, else the PATH. */
+/**
+ * The directory holding `initdb` and `pg_ctl`: `EFFECT_RESOLVE_PG_BIN` when set (only that one), else Debian's
+ * newest `/usr/lib/postgresql/<v>/bin`, else the PATH.
+ */
 export const findBinaries = (): string | undefined => {
   const has = (dir: string) => fs.existsSync(path.join(dir, "initdb")) && fs.existsSync(path.join(dir, "pg_ctl"))
+  const chosen = process.env.EFFECT_RESOLVE_PG_BIN
+  if (chosen !== undefined && chosen !== "") return has(chosen) ? chosen : undefined
   const root = "/usr/lib/postgresql"
   if (fs.existsSync(root)) {
     const versions = fs.readdirSync(root).filter((v) => /^\d+(\.\d+)?$/.test(v)).sort((a, b) => Number(b) - Number(a))
