@@ -69,6 +69,24 @@ for (const subject of subjects(tmp.dir, pg)) {
         deepStrictEqual(some(yield* store.get("a")).payload, { at: at.toISOString(), list: [1, null] })
       }))
 
+    test("the store keeps its own copy: changing the inserted payload or a read record changes nothing", (store) =>
+      Effect.gen(function*() {
+        const payload = { paths: ["a.ts"], nested: { n: 1 } }
+        yield* store.insert(record("a", { payload }))
+        payload.paths.push("b.ts")
+        payload.nested.n = 2
+        const read = some(yield* store.get("a"))
+        deepStrictEqual(read.payload, { paths: ["a.ts"], nested: { n: 1 } })
+        const mutable = read as unknown as { label: string; payload: { nested: { n: number } } }
+        try {
+          mutable.label = "changed"
+          mutable.payload.nested.n = 3
+        } catch {
+          // Frozen (the memory store): the write is refused.
+        }
+        deepStrictEqual(some(yield* store.get("a")), record("a", { payload: { paths: ["a.ts"], nested: { n: 1 } } }))
+      }))
+
     test("list: one session's records, most recent first, equal times in reverse insertion order", (store) =>
       Effect.gen(function*() {
         yield* store.insert(record("old", { createdAt: T0 - 10 }))
