@@ -10,17 +10,18 @@
  * @example
  * ```ts
  * import { Effect, Option } from "effect"
- * import { PendingStore } from "effect-resolve"
+ * import { PendingRecord, PendingStore } from "effect-resolve"
  *
- * const program = Effect.gen(function*() {
- *   const store = yield* PendingStore
- *   yield* store.insert(record) // status "pending"
- *   const claimed = yield* store.claim({ id: record.id, owner: "host:42:x1", leaseUntil: now + 30_000, now })
- *   if (Option.isSome(claimed)) {
+ * // Claim a staged record, apply it, record the outcome.
+ * const applyOnce = (record: PendingRecord.PendingRecord, owner: string, now: number) =>
+ *   Effect.gen(function*() {
+ *     const store = yield* PendingStore
+ *     const claimed = yield* store.claim({ id: record.id, owner, leaseUntil: now + 30_000, now })
+ *     if (Option.isNone(claimed)) return "someone else has it, or it is no longer pending"
  *     // ... apply it, then:
- *     yield* store.settle({ id: record.id, owner: "host:42:x1", to: "applied", outcome: Option.some("Applied."), now })
- *   }
- * }).pipe(Effect.provide(PendingStore.layerMemory))
+ *     yield* store.settle({ id: record.id, owner, to: "applied", outcome: Option.some("Applied."), now })
+ *     return "applied"
+ *   })
  * ```
  *
  * @since 0.2.0
