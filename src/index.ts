@@ -80,3 +80,8 @@ export * as ProviderToolChoice from "./tools/ProviderToolChoice.js"
 export * as AiResolveTool from "./tools/AiResolveTool.js"
 /** @since 0.1.0 */
 export * as ScriptedModel from "./layers/ScriptedModel.js"
+
+/** @since 0.2.0 */
+export * as PendingRecord from "./domain/PendingRecord.js"
+/** @since 0.2.0 */
+export { PendingStore, PendingStoreError } from "./services/PendingStore.js"

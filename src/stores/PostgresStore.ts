@@ -1,0 +1,74 @@
+/**
+ * The durable `PendingStore` on Postgres, through `@effect/sql-pg`, for deployments where several processes or
+ * machines share the pending set. Each transition is one statement (one round trip).
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { PendingStore } from "effect-resolve"
+ * import { PostgresStore } from "effect-resolve/postgres"
+ *
+ * const program = Effect.gen(function*() {
+ *   const store = yield* PendingStore
+ *   return yield* store.stale(Date.now())
+ * }).pipe(Effect.provide(PostgresStore.layer({ url: "postgres://app@127.0.0.1:5432/app" })))
+ * ```
+ *
+ * @since 0.2.0
+ */
+import * as PgClient from "@effect/sql-pg/PgClient"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Layer from "effect/Layer"
+import * as Redacted from "effect/Redacted"
+import { PendingStore, PendingStoreError } from "../services/PendingStore.js"
+import * as SqlPendingStore from "./SqlPendingStore.js"
+
+/**
+ * The connection: a `postgres://` URL (plain or `Redacted`), and any other `PgClient` option (pool size,
+ * timeouts, ...).
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface Options extends Omit<PgClient.PgClientConfig, "url"> {
+  readonly url: string | Redacted.Redacted
+}
+
+const clientLayer = (options: Options): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, PendingStoreError> =>
+  PgClient.layer({
+    ...options,
+    url: Redacted.isRedacted(options.url) ? options.url : Redacted.make(options.url)
+  }).pipe(
+    Layer.mapError((cause) =>
+      new PendingStoreError({
+        operation: "connect",
+        detail: `Postgres could not be reached (${
+          typeof cause.cause === "object" && cause.cause !== null && "message" in cause.cause ?
+            String(cause.cause.message) :
+            cause.message
+        }); nothing was changed. Check the URL and that the server is running.`,
+        cause
+      })
+    )
+  )
+
+/**
+ * The store and the client it runs on (`PgClient` and `SqlClient`), for an app that uses the same pool for its
+ * own queries. The pool closes with the layer's scope.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerClient = (
+  options: Options
+): Layer.Layer<PendingStore | PgClient.PgClient | SqlClient.SqlClient, PendingStoreError> =>
+  Layer.provideMerge(SqlPendingStore.layer, clientLayer(options))
+
+/**
+ * Connects (a pool), migrates and builds the store. The pool closes with the layer's scope.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layer = (options: Options): Layer.Layer<PendingStore, PendingStoreError> =>
+  Layer.provide(SqlPendingStore.layer, clientLayer(options))

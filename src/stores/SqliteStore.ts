@@ -1,0 +1,93 @@
+/**
+ * The durable `PendingStore` on a SQLite file, through `@effect/sql-libsql` (prebuilt binaries, no compilation on
+ * install). The file is opened in WAL mode with a busy timeout, so several processes can share it: their claims of
+ * one record still let exactly one win.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { PendingStore } from "effect-resolve"
+ * import { SqliteStore } from "effect-resolve/sqlite"
+ *
+ * const program = Effect.gen(function*() {
+ *   const store = yield* PendingStore
+ *   return yield* store.list("session-1")
+ * }).pipe(Effect.provide(SqliteStore.layer({ filename: "agent.db" })))
+ * ```
+ *
+ * @since 0.2.0
+ */
+import * as Reactivity from "@effect/experimental/Reactivity"
+import * as LibsqlClient from "@effect/sql-libsql/LibsqlClient"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
+import * as NodePath from "node:path"
+import * as NodeUrl from "node:url"
+import { PendingStore, PendingStoreError } from "../services/PendingStore.js"
+import * as SqlPendingStore from "./SqlPendingStore.js"
+
+/**
+ * @since 0.2.0
+ * @category models
+ */
+export interface Options {
+  /** The database file (created when missing; its directory must exist). Relative to the working directory. */
+  readonly filename: string
+  /**
+   * How long a statement waits for another process's write to finish before the store retries it (default 5
+   * seconds). A statement that found the file locked did not run, so the retry is safe.
+   */
+  readonly busyTimeout?: Duration.DurationInput
+}
+
+const openFailed = (filename: string, cause: unknown, what: string) =>
+  new PendingStoreError({
+    operation: "open",
+    detail: `the SQLite file ${JSON.stringify(filename)} could not be ${what} (${
+      cause instanceof Error ? cause.message : String(cause)
+    }); nothing was changed. Check that its directory exists and is writable.`,
+    cause
+  })
+
+/**
+ * Opens the file (WAL mode, busy timeout), migrates it and builds the store on it. The connection closes with the
+ * layer's scope.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layer = (options: Options): Layer.Layer<PendingStore, PendingStoreError> =>
+  Layer.scoped(
+    PendingStore,
+    Effect.gen(function*() {
+      if (options.filename === "" || options.filename.startsWith(":memory:")) {
+        return yield* new PendingStoreError({
+          operation: "open",
+          detail: "SqliteStore needs a file; for a store that lives in memory use PendingStore.layerMemory. " +
+            "Nothing was changed."
+        })
+      }
+      const url = NodeUrl.pathToFileURL(NodePath.resolve(options.filename)).href
+      const client = yield* LibsqlClient.make({ url }).pipe(
+        Effect.catchAllDefect((cause) => Effect.fail(openFailed(options.filename, cause, "opened")))
+      )
+      const timeout = Math.max(0, Math.round(Duration.toMillis(options.busyTimeout ?? Duration.seconds(5))))
+      // libsql's client opens a fresh connection after every transaction, the migrator's included: the busy timeout
+      // (a per-connection setting) is set again once migrations ran. The store itself never opens a transaction
+      // (each of its changes is one statement), so its connection keeps the setting.
+      const busyTimeout = client.unsafe(`PRAGMA busy_timeout = ${timeout}`).raw
+      const prepare = Effect.zipRight(busyTimeout, client.unsafe("PRAGMA journal_mode = WAL").raw).pipe(
+        Effect.mapError((cause) => openFailed(options.filename, cause, "set up"))
+      )
+      yield* prepare
+      const store = yield* Effect.provideService(
+        Effect.zipRight(SqlPendingStore.migrate, SqlPendingStore.make),
+        SqlClient.SqlClient,
+        client
+      )
+      yield* Effect.mapError(busyTimeout, (cause) => openFailed(options.filename, cause, "set up"))
+      return store
+    })
+  ).pipe(Layer.provide(Reactivity.layer))

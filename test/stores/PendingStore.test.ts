@@ -1,0 +1,398 @@
+/**
+ * The PendingStore conformance suite: the same tests against the memory store, SQLite (a temp file) and Postgres
+ * (a real server; see test/support/postgres.ts). Each test gets a fresh, empty store.
+ */
+import { describe, it } from "@effect/vitest"
+import { Effect, Option } from "effect"
+import { deepStrictEqual, strictEqual } from "node:assert/strict"
+import { afterAll } from "vitest"
+import type { PendingEvent, PendingRecord } from "../../src/domain/PendingRecord.js"
+import { PendingStore, PendingStoreError } from "../../src/services/PendingStore.js"
+import { postgresForTests, postgresSuiteName } from "../support/pgTest.js"
+import { subjects, tempDir } from "./subjects.js"
+
+const pg = await postgresForTests()
+const tmp = tempDir()
+afterAll(() => tmp.cleanup())
+
+const T0 = 1_700_000_000_123
+
+const record = (id: string, overrides: Partial<PendingRecord> = {}): PendingRecord => ({
+  id,
+  session: "s1",
+  kind: "edit",
+  label: `Edit: 1 replacement(s) in ${id}`,
+  sourceToolName: "edit",
+  preview: `--- a/${id}\n+++ b/${id}\n-old ✓\n+new “quoted” 'single'`,
+  payload: { paths: [`${id}.ts`], before: "e3b0c442", writes: [{ path: "x", text: "a\nb" }], n: 1.5, ok: null },
+  status: "pending",
+  attempts: 0,
+  owner: null,
+  leaseUntil: null,
+  createdAt: T0,
+  updatedAt: T0,
+  expiresAt: null,
+  outcome: null,
+  ...overrides
+})
+
+/** The store's error for `effect`, or a thrown assertion when it succeeded or failed otherwise. */
+const storeError = <A>(effect: Effect.Effect<A, PendingStoreError>) =>
+  Effect.flip(effect).pipe(Effect.tap((e) => strictEqual(e instanceof PendingStoreError, true)))
+
+const some = <A>(option: Option.Option<A>): A => {
+  if (Option.isNone(option)) throw new Error("expected Some, got None")
+  return option.value
+}
+
+for (const subject of subjects(tmp.dir, pg)) {
+  const name = subject.name === "postgres" ? postgresSuiteName("postgres", pg) : subject.name
+  describe.skipIf(subject.skipReason !== undefined)(`PendingStore conformance: ${name}`, () => {
+    const test = (title: string, body: (store: PendingStore.Service) => Effect.Effect<void, unknown>) =>
+      it.live(title, () => Effect.flatMap(PendingStore, body).pipe(Effect.provide(subject.layer())))
+
+    test("insert then get returns the record exactly; an unknown id is none", (store) =>
+      Effect.gen(function*() {
+        const r = record("a", { expiresAt: Number.MAX_SAFE_INTEGER, outcome: "earlier" })
+        yield* store.insert(r)
+        deepStrictEqual(some(yield* store.get("a")), r)
+        strictEqual(Option.isNone(yield* store.get("b")), true)
+        const closure = record("c", { kind: "closure", payload: null, createdAt: 0, updatedAt: 0 })
+        yield* store.insert(closure)
+        deepStrictEqual(some(yield* store.get("c")), closure)
+      }))
+
+    test("a payload comes back as its JSON: undefined fields dropped, dates as strings", (store) =>
+      Effect.gen(function*() {
+        const at = new Date(T0)
+        yield* store.insert(record("a", { payload: { at, gone: undefined, list: [1, undefined] } }))
+        deepStrictEqual(some(yield* store.get("a")).payload, { at: at.toISOString(), list: [1, null] })
+      }))
+
+    test("the store keeps its own copy: changing the inserted payload or a read record changes nothing", (store) =>
+      Effect.gen(function*() {
+        const payload = { paths: ["a.ts"], nested: { n: 1 } }
+        yield* store.insert(record("a", { payload }))
+        payload.paths.push("b.ts")
+        payload.nested.n = 2
+        const read = some(yield* store.get("a"))
+        deepStrictEqual(read.payload, { paths: ["a.ts"], nested: { n: 1 } })
+        const mutable = read as unknown as { label: string; payload: { nested: { n: number } } }
+        try {
+          mutable.label = "changed"
+          mutable.payload.nested.n = 3
+        } catch {
+          // Frozen (the memory store): the write is refused.
+        }
+        deepStrictEqual(some(yield* store.get("a")), record("a", { payload: { paths: ["a.ts"], nested: { n: 1 } } }))
+      }))
+
+    test("list: one session's records, most recent first, equal times in reverse insertion order", (store) =>
+      Effect.gen(function*() {
+        yield* store.insert(record("old", { createdAt: T0 - 10 }))
+        yield* store.insert(record("x1"))
+        yield* store.insert(record("other", { session: "s2", createdAt: T0 + 50 }))
+        yield* store.insert(record("x2"))
+        yield* store.insert(record("new", { createdAt: T0 + 10 }))
+        yield* store.insert(record("x3"))
+        const claimed = yield* store.claim({ id: "x2", owner: "o", leaseUntil: T0 + 100, now: T0 + 1 })
+        strictEqual(Option.isSome(claimed), true)
+        deepStrictEqual((yield* store.list("s1")).map((r) => r.id), ["new", "x3", "x2", "x1", "old"])
+        deepStrictEqual((yield* store.list("s2")).map((r) => r.id), ["other"])
+        deepStrictEqual(yield* store.list("nobody"), [])
+      }))
+
+    test("claim: pending → resolving with attempts + 1, owner and lease; a second claim gets none", (store) =>
+      Effect.gen(function*() {
+        yield* store.insert(record("a"))
+        const claimed = some(yield* store.claim({ id: "a", owner: "host:1:x", leaseUntil: T0 + 30_000, now: T0 + 5 }))
+        deepStrictEqual(claimed, {
+          ...record("a"),
+          status: "resolving",
+          attempts: 1,
+          owner: "host:1:x",
+          leaseUntil: T0 + 30_000,
+          updatedAt: T0 + 5
+        })
+        deepStrictEqual(some(yield* store.get("a")), claimed)
+        strictEqual(
+          Option.isNone(yield* store.claim({ id: "a", owner: "other", leaseUntil: T0 + 9, now: T0 + 6 })),
+          true
+        )
+        strictEqual(
+          Option.isNone(yield* store.claim({ id: "zz", owner: "other", leaseUntil: T0 + 9, now: T0 + 6 })),
+          true
+        )
+        deepStrictEqual(some(yield* store.get("a")), claimed)
+      }))
+
+    test("claim is exactly-once: 40 fibers claim one id at once, exactly one wins", (store) =>
+      Effect.gen(function*() {
+        yield* store.insert(record("a"))
+        const results = yield* Effect.forEach(
+          Array.from({ length: 40 }, (_, i) => `owner-${i}`),
+          (owner) => store.claim({ id: "a", owner, leaseUntil: T0 + 1000, now: T0 + 1 }),
+          { concurrency: "unbounded" }
+        )
+        const winners = results.filter(Option.isSome).map((o) => o.value.owner)
+        strictEqual(winners.length, 1)
+        const stored = some(yield* store.get("a"))
+        strictEqual(stored.owner, winners[0])
+        strictEqual(stored.attempts, 1)
+        strictEqual((yield* store.history("a")).length, 2)
+      }))
+
+    test("claims of many ids by many fibers: each id is won exactly once", (store) =>
+      Effect.gen(function*() {
+        const ids = Array.from({ length: 15 }, (_, i) => `id-${i}`)
+        yield* Effect.forEach(ids, (id) => store.insert(record(id)), { discard: true })
+        const attempts = ids.flatMap((id) => [0, 1, 2, 3].map((k) => ({ id, owner: `o${k}` })))
+        const results = yield* Effect.forEach(
+          attempts,
+          ({ id, owner }) => store.claim({ id, owner, leaseUntil: T0 + 1000, now: T0 + 1 }),
+          { concurrency: 12 }
+        )
+        const won = results.filter(Option.isSome).map((o) => o.value.id).sort()
+        deepStrictEqual(won, [...ids].sort())
+      }))
+
+    test("expiry blocks a claim from expiresAt on; before it the claim succeeds", (store) =>
+      Effect.gen(function*() {
+        yield* store.insert(record("a", { expiresAt: T0 + 100 }))
+        yield* store.insert(record("b", { expiresAt: T0 + 100 }))
+        strictEqual(
+          Option.isNone(yield* store.claim({ id: "a", owner: "o", leaseUntil: T0 + 500, now: T0 + 100 })),
+          true
+        )
+        deepStrictEqual(some(yield* store.get("a")), record("a", { expiresAt: T0 + 100 }))
+        strictEqual(
+          Option.isSome(yield* store.claim({ id: "b", owner: "o", leaseUntil: T0 + 500, now: T0 + 99 })),
+          true
+        )
+        strictEqual(yield* store.transition({ id: "a", from: ["pending"], to: "expired", now: T0 + 101 }), true)
+        strictEqual(some(yield* store.get("a")).status, "expired")
+      }))
+
+    test("settle: only the owner, only while resolving; clears owner and lease, sets the outcome", (store) =>
+      Effect.gen(function*() {
+        yield* store.insert(record("a"))
+        strictEqual(
+          yield* store.settle({ id: "a", owner: "o", to: "applied", outcome: Option.none(), now: T0 + 1 }),
+          false
+        )
+        yield* store.claim({ id: "a", owner: "o", leaseUntil: T0 + 50, now: T0 + 2 })
+        const claimed = some(yield* store.get("a"))
+        strictEqual(
+          yield* store.settle({ id: "a", owner: "intruder", to: "applied", outcome: Option.none(), now: T0 + 3 }),
+          false
+        )
+        deepStrictEqual(some(yield* store.get("a")), claimed)
+        // The owner may settle after its lease passed, as long as nobody recovered the record.
+        strictEqual(
+          yield* store.settle({
+            id: "a",
+            owner: "o",
+            to: "applied",
+            outcome: Option.some("Applied 1 edit."),
+            now: T0 + 90
+          }),
+          true
+        )
+        deepStrictEqual(some(yield* store.get("a")), {
+          ...claimed,
+          status: "applied",
+          owner: null,
+          leaseUntil: null,
+          updatedAt: T0 + 90,
+          outcome: "Applied 1 edit."
+        })
+        strictEqual(
+          yield* store.settle({ id: "a", owner: "o", to: "discarded", outcome: Option.none(), now: T0 + 91 }),
+          false
+        )
+      }))
+
+    test("settle back to pending: the record can be claimed again, attempts counts both claims", (store) =>
+      Effect.gen(function*() {
+        yield* store.insert(record("a", { outcome: "x" }))
+        yield* store.claim({ id: "a", owner: "o1", leaseUntil: T0 + 50, now: T0 + 1 })
+        strictEqual(
+          yield* store.settle({
+            id: "a",
+            owner: "o1",
+            to: "pending",
+            outcome: Option.some("Apply failed: disk full"),
+            now: T0 + 2
+          }),
+          true
+        )
+        const again = some(yield* store.claim({ id: "a", owner: "o2", leaseUntil: T0 + 60, now: T0 + 3 }))
+        strictEqual(again.attempts, 2)
+        strictEqual(again.outcome, "Apply failed: disk full")
+        strictEqual(
+          yield* store.settle({ id: "a", owner: "o2", to: "conflict", outcome: Option.none(), now: T0 + 4 }),
+          true
+        )
+        deepStrictEqual(some(yield* store.get("a")).outcome, null)
+      }))
+
+    test("transition: only from the given statuses, and with an owner guard only while that owner holds it", (store) =>
+      Effect.gen(function*() {
+        yield* store.insert(record("a"))
+        strictEqual(yield* store.transition({ id: "a", from: ["orphaned"], to: "cleared", now: T0 + 1 }), false)
+        strictEqual(yield* store.transition({ id: "zz", from: ["pending"], to: "cleared", now: T0 + 1 }), false)
+        yield* store.claim({ id: "a", owner: "dead", leaseUntil: T0 + 10, now: T0 + 1 })
+        const claimed = some(yield* store.get("a"))
+        strictEqual(
+          yield* store.transition({
+            id: "a",
+            from: ["resolving"],
+            to: "pending",
+            owner: Option.some("x"),
+            now: T0 + 20
+          }),
+          false
+        )
+        strictEqual(
+          yield* store.transition({ id: "a", from: ["resolving"], to: "pending", owner: Option.none(), now: T0 + 20 }),
+          false
+        )
+        deepStrictEqual(some(yield* store.get("a")), claimed)
+        strictEqual(
+          yield* store.transition({
+            id: "a",
+            from: ["pending", "resolving"],
+            to: "conflict",
+            owner: Option.some("dead"),
+            now: T0 + 21
+          }),
+          true
+        )
+        deepStrictEqual(some(yield* store.get("a")), {
+          ...claimed,
+          status: "conflict",
+          owner: null,
+          leaseUntil: null,
+          updatedAt: T0 + 21
+        })
+        strictEqual(
+          yield* store.transition({ id: "a", from: ["conflict"], to: "discarded", owner: Option.none(), now: T0 + 22 }),
+          true
+        )
+        strictEqual(some(yield* store.get("a")).status, "discarded")
+      }))
+
+    test("bad transitions are refused with a typed error and change nothing", (store) =>
+      Effect.gen(function*() {
+        yield* store.insert(record("a"))
+        const before = some(yield* store.get("a"))
+        const errors = [
+          yield* storeError(store.transition({ id: "a", from: ["pending"], to: "resolving", now: T0 + 1 })),
+          yield* storeError(store.transition({ id: "a", from: ["applied"], to: "pending", now: T0 + 1 })),
+          yield* storeError(store.transition({ id: "a", from: [], to: "cleared", now: T0 + 1 })),
+          yield* storeError(store.transition({ id: "a", from: ["pending"], to: "pending", now: T0 + 1 })),
+          yield* storeError(
+            store.settle({ id: "a", owner: "o", to: "expired" as "applied", outcome: Option.none(), now: T0 })
+          ),
+          yield* storeError(store.claim({ id: "a", owner: "o", leaseUntil: T0, now: T0 })),
+          yield* storeError(store.claim({ id: "a", owner: "", leaseUntil: T0 + 5, now: T0 })),
+          yield* storeError(store.claim({ id: "a", owner: "o", leaseUntil: T0 + 5.5, now: T0 }))
+        ]
+        deepStrictEqual(errors.map((e) => e.operation), [
+          "transition",
+          "transition",
+          "transition",
+          "transition",
+          "settle",
+          "claim",
+          "claim",
+          "claim"
+        ])
+        strictEqual(errors[0]!.message.includes("call claim instead"), true)
+        strictEqual(errors.every((e) => e.message.endsWith("nothing was changed.")), true)
+        deepStrictEqual(some(yield* store.get("a")), before)
+        strictEqual((yield* store.history("a")).length, 1)
+      }))
+
+    test("stale: resolving records whose lease passed (leaseUntil <= now), every session, oldest lease first", (store) =>
+      Effect.gen(function*() {
+        yield* store.insert(record("a"))
+        yield* store.insert(record("b", { session: "s2" }))
+        yield* store.insert(record("c"))
+        yield* store.insert(record("d"))
+        yield* store.claim({ id: "a", owner: "o", leaseUntil: T0 + 200, now: T0 })
+        yield* store.claim({ id: "b", owner: "o", leaseUntil: T0 + 100, now: T0 })
+        yield* store.claim({ id: "c", owner: "o", leaseUntil: T0 + 300, now: T0 })
+        yield* store.claim({ id: "d", owner: "o", leaseUntil: T0 + 50, now: T0 })
+        yield* store.settle({ id: "d", owner: "o", to: "applied", outcome: Option.none(), now: T0 + 1 })
+        deepStrictEqual((yield* store.stale(T0 + 99)).map((r) => r.id), [])
+        deepStrictEqual((yield* store.stale(T0 + 100)).map((r) => r.id), ["b"])
+        const stale = yield* store.stale(T0 + 250)
+        deepStrictEqual(stale.map((r) => r.id), ["b", "a"])
+        deepStrictEqual(stale[1], some(yield* store.get("a")))
+      }))
+
+    test("history: one event per transition, oldest first, with who held the claim", (store) =>
+      Effect.gen(function*() {
+        yield* store.insert(record("a"))
+        yield* store.claim({ id: "a", owner: "o1", leaseUntil: T0 + 10, now: T0 + 1 })
+        yield* store.settle({ id: "a", owner: "o1", to: "pending", outcome: Option.none(), now: T0 + 2 })
+        yield* store.claim({ id: "a", owner: "o2", leaseUntil: T0 + 10, now: T0 + 3 })
+        yield* store.transition({ id: "a", from: ["resolving"], to: "conflict", now: T0 + 4 })
+        yield* store.transition({ id: "a", from: ["conflict"], to: "discarded", now: T0 + 5 })
+        strictEqual(yield* store.transition({ id: "a", from: ["pending"], to: "cleared", now: T0 + 6 }), false)
+        const events: ReadonlyArray<PendingEvent> = [
+          { actionId: "a", at: T0, from: null, to: "pending", owner: null, attempt: 0 },
+          { actionId: "a", at: T0 + 1, from: "pending", to: "resolving", owner: "o1", attempt: 1 },
+          { actionId: "a", at: T0 + 2, from: "resolving", to: "pending", owner: "o1", attempt: 1 },
+          { actionId: "a", at: T0 + 3, from: "pending", to: "resolving", owner: "o2", attempt: 2 },
+          { actionId: "a", at: T0 + 4, from: "resolving", to: "conflict", owner: "o2", attempt: 2 },
+          { actionId: "a", at: T0 + 5, from: "conflict", to: "discarded", owner: null, attempt: 2 }
+        ]
+        deepStrictEqual(yield* store.history("a"), events)
+        deepStrictEqual(yield* store.history("unknown"), [])
+      }))
+
+    test("sessions: none until saved, then the last write wins, per session", (store) =>
+      Effect.gen(function*() {
+        strictEqual(Option.isNone(yield* store.loadSession("s1")), true)
+        yield* store.saveSession("s1", `{"turn":1}`)
+        yield* store.saveSession("s2", "other")
+        yield* store.saveSession("s1", `{"turn":2,"text":"ünïcode ✓"}`)
+        deepStrictEqual(yield* store.loadSession("s1"), Option.some(`{"turn":2,"text":"ünïcode ✓"}`))
+        deepStrictEqual(yield* store.loadSession("s2"), Option.some("other"))
+      }))
+
+    test("a duplicate insert fails typed and changes nothing", (store) =>
+      Effect.gen(function*() {
+        yield* store.insert(record("a"))
+        const error = yield* storeError(store.insert(record("a", { label: "other", createdAt: T0 + 5 })))
+        strictEqual(error.operation, "insert")
+        strictEqual(error.message.includes(`"a" already exists`), true)
+        deepStrictEqual(some(yield* store.get("a")), record("a"))
+        strictEqual((yield* store.history("a")).length, 1)
+        deepStrictEqual((yield* store.list("s1")).map((r) => r.id), ["a"])
+      }))
+
+    test("an invalid record is refused with a typed error and nothing is stored", (store) =>
+      Effect.gen(function*() {
+        const bad: ReadonlyArray<PendingRecord> = [
+          record("a", { status: "resolving" }),
+          record("a", { owner: "o" }),
+          record("a", { createdAt: 1.5 }),
+          record("a", { expiresAt: -1 }),
+          record("a", { payload: undefined }),
+          record("a", { payload: { n: BigInt(1) } }),
+          record("", {})
+        ]
+        for (const r of bad) {
+          const error = yield* storeError(store.insert(r))
+          strictEqual(error.operation, "insert")
+          strictEqual(error.message.endsWith("nothing was changed."), true)
+        }
+        strictEqual(Option.isNone(yield* store.get("a")), true)
+        deepStrictEqual(yield* store.list("s1"), [])
+        deepStrictEqual(yield* store.history("a"), [])
+      }))
+  })
+}

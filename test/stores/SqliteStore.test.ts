@@ -1,0 +1,125 @@
+/**
+ * SqliteStore and SqlPendingStore on SQLite: what the conformance suite does not cover (opening, reopening,
+ * refusals at open, a client with name transforms).
+ */
+import * as LibsqlClient from "@effect/sql-libsql/LibsqlClient"
+import * as SqlClient from "@effect/sql/SqlClient"
+import { describe, it } from "@effect/vitest"
+import { Effect, Layer, Option, String as Str } from "effect"
+import { deepStrictEqual, strictEqual } from "node:assert/strict"
+import * as fs from "node:fs"
+import * as path from "node:path"
+import { afterAll } from "vitest"
+import type { PendingRecord } from "../../src/domain/PendingRecord.js"
+import { PendingStore, PendingStoreError } from "../../src/services/PendingStore.js"
+import * as SqliteStore from "../../src/stores/SqliteStore.js"
+import * as SqlPendingStore from "../../src/stores/SqlPendingStore.js"
+import { tempDir } from "./subjects.js"
+
+const tmp = tempDir()
+afterAll(() => tmp.cleanup())
+
+const T0 = 1_700_000_000_000
+
+const record = (id: string): PendingRecord => ({
+  id,
+  session: "s1",
+  kind: "plan",
+  label: "Plan: 3 steps",
+  sourceToolName: "plan",
+  preview: "1. a\n2. b\n3. c",
+  payload: { steps: ["a", "b", "c"] },
+  status: "pending",
+  attempts: 0,
+  owner: null,
+  leaseUntil: null,
+  createdAt: T0,
+  updatedAt: T0,
+  expiresAt: T0 + 60_000,
+  outcome: null
+})
+
+const openError = (layer: Layer.Layer<PendingStore, PendingStoreError>) =>
+  Effect.flip(Effect.provide(PendingStore, layer)).pipe(
+    Effect.tap((e) => strictEqual(e instanceof PendingStoreError, true))
+  )
+
+describe("SqliteStore", () => {
+  it.live("a reopened file has every record, journal and session state; it is in WAL mode", () =>
+    Effect.gen(function*() {
+      const filename = path.join(tmp.dir, "reopen.db")
+      const layer = SqliteStore.layer({ filename })
+      yield* Effect.provide(
+        Effect.gen(function*() {
+          const store = yield* PendingStore
+          yield* store.insert(record("a"))
+          yield* store.insert(record("b"))
+          yield* store.claim({ id: "a", owner: "o", leaseUntil: T0 + 10, now: T0 + 1 })
+          yield* store.saveSession("s1", "{\"turn\":3}")
+        }),
+        layer
+      )
+      const { events, list, session, stale } = yield* Effect.provide(
+        Effect.gen(function*() {
+          const store = yield* PendingStore
+          return {
+            list: yield* store.list("s1"),
+            stale: yield* store.stale(T0 + 10),
+            events: yield* store.history("a"),
+            session: yield* store.loadSession("s1")
+          }
+        }),
+        layer
+      )
+      deepStrictEqual(list.map((r) => [r.id, r.status]), [["b", "pending"], ["a", "resolving"]])
+      deepStrictEqual(stale.map((r) => r.id), ["a"])
+      deepStrictEqual(events.map((e) => e.to), ["pending", "resolving"])
+      deepStrictEqual(session, Option.some("{\"turn\":3}"))
+      const mode = yield* Effect.provide(
+        Effect.flatMap(SqlClient.SqlClient, (sql) => sql<{ journal_mode: string }>`PRAGMA journal_mode`),
+        LibsqlClient.layer({ url: `file:${filename}` })
+      )
+      deepStrictEqual(mode, [{ journal_mode: "wal" }])
+    }))
+
+  it.live("a missing directory, :memory: and a file that is not a database fail typed at open", () =>
+    Effect.gen(function*() {
+      const missing = yield* openError(SqliteStore.layer({ filename: path.join(tmp.dir, "no", "such", "x.db") }))
+      strictEqual(missing.operation, "open")
+      strictEqual(missing.message.includes("Check that its directory exists and is writable."), true)
+      const memory = yield* openError(SqliteStore.layer({ filename: ":memory:" }))
+      strictEqual(memory.message.includes("PendingStore.layerMemory"), true)
+      const garbage = path.join(tmp.dir, "garbage.db")
+      fs.writeFileSync(garbage, "this is not a database ".repeat(100))
+      const notDb = yield* openError(SqliteStore.layer({ filename: garbage }))
+      strictEqual(["open", "migrate"].includes(notDb.operation), true)
+      strictEqual(fs.readFileSync(garbage, "utf8"), "this is not a database ".repeat(100))
+    }))
+
+  it.live("SqlPendingStore.layer works on an app's client that transforms result names", () =>
+    Effect.gen(function*() {
+      const client = LibsqlClient.layer({
+        url: `file:${path.join(tmp.dir, "transforms.db")}`,
+        transformResultNames: Str.snakeToCamel,
+        transformQueryNames: Str.camelToSnake
+      })
+      const result = yield* Effect.provide(
+        Effect.gen(function*() {
+          const store = yield* PendingStore
+          yield* store.insert(record("a"))
+          yield* store.claim({ id: "a", owner: "o", leaseUntil: T0 + 10, now: T0 + 1 })
+          return { record: yield* store.get("a"), history: yield* store.history("a") }
+        }),
+        Layer.provide(SqlPendingStore.layer, client)
+      )
+      deepStrictEqual(Option.getOrNull(result.record), {
+        ...record("a"),
+        status: "resolving",
+        attempts: 1,
+        owner: "o",
+        leaseUntil: T0 + 10,
+        updatedAt: T0 + 1
+      })
+      deepStrictEqual(result.history.map((e) => e.actionId), ["a", "a"])
+    }))
+})
