@@ -581,9 +581,9 @@ export const make = (
         const level = forcingLevel(withRefused(config.modelCapabilities, next))
         yield* ResolveMetrics.recordForcingDegraded(id, level === "named" ? "required" : level)
         yield* Effect.logWarning(
-          `effect-resolve: the provider refused forced tool_choice (${how}); forcing resolve is degraded to ` +
-            `"${level}" for the rest of this session. Set ResolveConfig.modelCapabilities to start there.`,
-          error
+          `effect-resolve: the provider refused forced tool_choice (${how}: ${errorText(error)}); forcing ` +
+            `resolve is degraded to "${level}" for the rest of this session. Set ResolveConfig.modelCapabilities ` +
+            `to start there.`
         )
       })
 
