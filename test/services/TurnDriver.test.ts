@@ -875,3 +875,44 @@ describe("TurnDriver: a provider that refuses forcing degrades it and keeps the 
       )))
     }))
 })
+
+describe("TurnDriver: reminders in a long session", () => {
+  // Each preview leaves its reminder in the history, verbatim: shortening an applied preview's reminder would change
+  // the history prefix a provider has cached (README, "Reminders in a long session"). This pins both facts on the
+  // 100-preview session the README measures.
+  it.effect("one reminder per preview stays in the history, and no request rewrites the prefix", () =>
+    Effect.gen(function*() {
+      const previews = 100
+      const world = yield* makeWorld
+      const script: ScriptedModel.Script = (request) => {
+        const k = Math.floor(request.index / 2)
+        return k >= previews ?
+          "Done." :
+          request.index % 2 === 0 ?
+          editCall(`src/file${k}.ts`, `value ${k}`) :
+          ScriptedModel.toolCall("resolve", { action: "apply", reason: "The diff matches.", extra: null })
+      }
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        yield* driver.run("Change every value.", { toolkit: AppTools, maxTurns: 2 * previews + 1 })
+        const requests = yield* ScriptedModel.requests
+        assert.strictEqual(requests.length, 2 * previews + 1)
+        const last = requests[requests.length - 1]!
+        const reminders = last.userTexts.filter((text) => text === SteeringMessage.resolveReminderText)
+        assert.strictEqual(reminders.length, previews)
+        assert.strictEqual(reminders.join("").length, previews * 114)
+        // Every request's prompt starts with the whole prompt of the request before it (the same messages; one
+        // that is another object must at least be equal).
+        let previous: ReadonlyArray<unknown> = []
+        for (const request of requests) {
+          const messages = request.prompt.content
+          assert.isAtLeast(messages.length, previous.length)
+          previous.forEach((message, i) => {
+            if (messages[i] !== message) assert.strictEqual(JSON.stringify(messages[i]), JSON.stringify(message))
+          })
+          previous = messages
+        }
+        assert.strictEqual((yield* driver.metrics).previews.applied, previews)
+      }).pipe(Effect.provide(session(script, world)))
+    }))
+})
