@@ -40,7 +40,6 @@ import type * as Toolkit from "@effect/ai/Toolkit"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
-import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
@@ -434,12 +433,15 @@ const quote = (text: string): string => text.length > quoteMax ? `${text.slice(0
 /** How deep a call's arguments may nest before they are refused without being decoded (the error formatting recurses). */
 const argumentsMaxDepth = 64
 
-/** A call's arguments decoded against its tool's real schema: the failure result the model reads, if they do not. */
+/**
+ * A call's arguments decoded against its tool's real schema: the failure result the model reads, if they do not.
+ * Effectful, so a schema with an asynchronous or context-dependent part decodes as `@effect/ai` would decode it.
+ */
 const invalidArguments = (
   name: string,
   tool: Tool.Any,
   params: unknown
-): Option.Option<{ readonly error: "InvalidToolParams"; readonly message: string }> => {
+): Effect.Effect<Option.Option<{ readonly error: "InvalidToolParams"; readonly message: string }>> => {
   const invalid = (problem: string) =>
     Option.some({
       error: "InvalidToolParams" as const,
@@ -447,15 +449,19 @@ const invalidArguments = (
         `arguments that match the schema.`
     })
   const deep = tooDeepField(params, argumentsMaxDepth)
-  if (deep !== undefined) return invalid(`${quote(deep)}: is nested deeper than ${argumentsMaxDepth} levels`)
-  const decoded = Schema.decodeUnknownEither(tool.parametersSchema as Schema.Schema<unknown, unknown>)(params, {
-    errors: "first"
+  if (deep !== undefined) {
+    return Effect.succeed(invalid(`${quote(deep)}: is nested deeper than ${argumentsMaxDepth} levels`))
+  }
+  const decode = Schema.decodeUnknown(tool.parametersSchema as Schema.Schema<unknown, unknown>)
+  return Effect.match(decode(params, { errors: "first" }), {
+    onSuccess: () => Option.none(),
+    onFailure: (error) => {
+      const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
+      if (issue === undefined) return invalid("they could not be decoded")
+      const field = issue.path.length === 0 ? "(root)" : issue.path.map(String).join(".")
+      return invalid(quote(`${field}: ${issue.message}`))
+    }
   })
-  if (Either.isRight(decoded)) return Option.none()
-  const [issue] = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
-  if (issue === undefined) return invalid("they could not be decoded")
-  const field = issue.path.length === 0 ? "(root)" : issue.path.map(String).join(".")
-  return invalid(quote(`${field}: ${issue.message}`))
 }
 
 /**
@@ -649,7 +655,7 @@ export const make = (
                 })
               }
               if (Tool.isUserDefined(tool)) {
-                const invalid = invalidArguments(call.name, tool, call.params)
+                const invalid = yield* invalidArguments(call.name, tool, call.params)
                 if (Option.isSome(invalid)) return record(call, "executed", true, invalid.value)
               }
             }
@@ -749,6 +755,16 @@ export const make = (
                   if (yield* noteChoice(decided.choice)) yield* ResolveMetrics.recordToolChoiceChange(id)
                 })
               const retries = runOptions.retry === undefined ? undefined : yield* Schedule.driver(runOptions.retry)
+              /** Waits as the retry schedule says: whether to retry. Interrupting the wait aborts the turn. */
+              const retry = (error: AiError.AiError) =>
+                Effect.gen(function*() {
+                  if (retries === undefined) return false
+                  const next = yield* Effect.exit(restore(retries.next(error)))
+                  if (Exit.isSuccess(next)) return true
+                  if (Option.isSome(Cause.failureOption(next.cause))) return false
+                  yield* failTurn("aborted")
+                  return yield* Effect.failCause(next.cause as Cause.Cause<never>)
+                })
 
               let response: LanguageModel.GenerateTextResponse<any> | undefined
               while (response === undefined) {
@@ -780,7 +796,7 @@ export const make = (
                 }
                 if (Option.isNone(infoNow)) {
                   // Nothing served: only the retry schedule decides.
-                  if (retries !== undefined && Either.isRight(yield* Effect.either(retries.next(error)))) continue
+                  if (yield* retry(error)) continue
                   yield* failTurn("error")
                   return yield* Effect.failCause(requested.cause)
                 }
@@ -838,7 +854,7 @@ export const make = (
                   yield* Effect.logError(`effect-resolve: ${limit.message}`, error)
                   return yield* limit
                 }
-                if (retries !== undefined && Either.isRight(yield* Effect.either(retries.next(error)))) continue
+                if (yield* retry(error)) continue
                 yield* Effect.logWarning(
                   `effect-resolve: model request failed while "${served_.label}" was served; requeued ` +
                     `(${streak}/${config.maxErrorRequeues})`

@@ -289,6 +289,29 @@ describe("TurnDriver", () => {
       }).pipe(Effect.provide(session(script, world)))
     }))
 
+  it.live("interrupting the run while it waits to retry requeues the preview (the wait is interruptible)", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      const failed = yield* Deferred.make<void>()
+      const script: ScriptedModel.Script = (request) =>
+        request.index === 0 ?
+          editCall() :
+          Effect.as(Deferred.succeed(failed, undefined), ScriptedModel.fail("overloaded"))
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const queue = yield* ToolChoiceQueue
+        const fiber = yield* Effect.fork(driver.run("Edit", { toolkit: AppTools, retry: Schedule.spaced("1 hour") }))
+        yield* Deferred.await(failed)
+        yield* Effect.sleep("20 millis")
+        const exit = yield* Fiber.interrupt(fiber).pipe(Effect.timeout("5 seconds"))
+        assert.isTrue(Exit.isInterrupted(exit))
+        deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        assert.isFalse(yield* queue.hasInFlight)
+        assert.strictEqual(yield* statusOf(world), "pending")
+        assert.strictEqual((yield* driver.metrics).requeues.aborted, 1)
+      }).pipe(Effect.provide(session(script, world)))
+    }))
+
   it.effect("soft mode, compliant model: zero tool_choice changes and exactly one reminder", () =>
     Effect.gen(function*() {
       const world = yield* makeWorld
