@@ -58,6 +58,9 @@ export { renderResolve } from "./tools/Renderer.js"
 
 /** @since 0.1.0 */
 export {
+  type ForcingLevel,
+  forcingLevel,
+  isForcingRefusal,
   isPreviewLabel,
   MaxTurnsExceeded,
   RequeueLimitExceeded,

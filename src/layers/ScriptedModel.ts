@@ -25,10 +25,13 @@ import * as AiError from "@effect/ai/AiError"
 import * as LanguageModel from "@effect/ai/LanguageModel"
 import type * as Prompt from "@effect/ai/Prompt"
 import type * as Response from "@effect/ai/Response"
+import * as Tool from "@effect/ai/Tool"
 import * as Chunk from "effect/Chunk"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import type * as JSONSchema from "effect/JSONSchema"
 import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
 import * as Predicate from "effect/Predicate"
 import * as Ref from "effect/Ref"
 import * as Stream from "effect/Stream"
@@ -48,6 +51,11 @@ export interface ScriptedRequest {
   readonly toolChoice: LanguageModel.ToolChoice<string>
   /** The names of the tools sent, in order. */
   readonly tools: ReadonlyArray<string>
+  /**
+   * The JSON Schema of each user-defined tool sent, by name, as a provider client would send it
+   * (`Tool.getJsonSchema`). Computed on first read.
+   */
+  readonly toolSchemas: Readonly<Record<string, JSONSchema.JsonSchema7>>
   /**
    * Every text of every user message in the prompt, oldest first (steering messages included). Computed on first
    * read, so a long scripted session does not pay a walk of the whole history per request.
@@ -176,6 +184,34 @@ export const fail = (error: AiError.AiError | string): ScriptedTurn => ({
 })
 
 /**
+ * The error a provider client raises for an HTTP error status: an `HttpResponseError` with `status` and the
+ * response `body` (for example a 400 refusing a forced `tool_choice`). Pass it to `fail`.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const httpError = (status: number, body: string): AiError.HttpResponseError =>
+  new AiError.HttpResponseError({
+    module: "ScriptedModel",
+    method: "generateText",
+    reason: "StatusCode",
+    request: { method: "POST", url: "scripted://model", urlParams: [], hash: Option.none(), headers: {} },
+    response: { status, headers: { "content-type": "application/json" } },
+    body
+  })
+
+/**
+ * Whether a request's `toolChoice` forces a tool call (`"required"`, a named tool, or `mode: "required"`): for
+ * scripts that answer forced requests differently.
+ *
+ * @since 0.2.0
+ * @category guards
+ */
+export const isForced = (request: ScriptedRequest): boolean =>
+  request.toolChoice === "required" ||
+  (typeof request.toolChoice === "object" && ("tool" in request.toolChoice || request.toolChoice.mode === "required"))
+
+/**
  * A request that never answers (to test interruption).
  *
  * @since 0.1.0
@@ -188,14 +224,20 @@ const userTextsOf = (prompt: Prompt.Prompt): ReadonlyArray<string> =>
     message.role === "user" ? message.content.flatMap((part) => part.type === "text" ? [part.text] : []) : []
   )
 
-/** A recorded request whose `userTexts` is computed on first read and then kept. */
+/** A recorded request whose `userTexts` and `toolSchemas` are computed on first read and then kept. */
 const makeRequest = (index: number, options: LanguageModel.ProviderOptions): ScriptedRequest => {
   let userTexts: ReadonlyArray<string> | undefined
+  let toolSchemas: Readonly<Record<string, JSONSchema.JsonSchema7>> | undefined
   return {
     index,
     prompt: options.prompt,
     toolChoice: options.toolChoice,
     tools: options.tools.map((tool) => tool.name),
+    get toolSchemas() {
+      return toolSchemas ??= Object.fromEntries(
+        options.tools.flatMap((tool) => Tool.isUserDefined(tool) ? [[tool.name, Tool.getJsonSchema(tool as any)]] : [])
+      )
+    },
     get userTexts() {
       return userTexts ??= userTextsOf(options.prompt)
     }

@@ -16,7 +16,8 @@ import * as Effect from "effect/Effect"
 import * as Metric from "effect/Metric"
 
 /**
- * Model requests sent by the turn driver (one per logical turn; retries of a failed request are not counted).
+ * Logical turns driven by the turn driver (one per turn; a request retried, or sent again forcing less, is not
+ * counted again).
  *
  * @since 0.1.0
  * @category metrics
@@ -38,8 +39,8 @@ export const forcedTurns = Metric.counter("effect_resolve_forced_turns_total", {
 })
 
 /**
- * Requests whose `tool_choice` differs from the previous request's; each one can invalidate a provider's prompt
- * cache.
+ * Requests whose `tool_choice` differs from the previous request's (a turn sent again forcing less counts too); each
+ * one can invalidate a provider's prompt cache.
  *
  * @since 0.1.0
  * @category metrics
@@ -69,6 +70,19 @@ export const previews = Metric.counter("effect_resolve_previews_total", {
  */
 export const requeues = Metric.counter("effect_resolve_requeues_total", {
   description: "Directives requeued, by reject reason",
+  incremental: true
+})
+
+/**
+ * Times a session's forcing of `resolve` was degraded because the provider refused a forced `tool_choice`, by the
+ * level it went down to (`to`): `required` (`"required"` with only `resolve` offered) or `reminder` (`"auto"` with
+ * the reminder again).
+ *
+ * @since 0.2.0
+ * @category metrics
+ */
+export const forcingDegraded = Metric.counter("effect_resolve_forcing_degraded_total", {
+  description: "Forcing of resolve degraded after the provider refused a forced tool_choice",
   incremental: true
 })
 
@@ -105,6 +119,32 @@ export const recordTurn = (session: string, forced: boolean, changed: boolean): 
   ], { discard: true })
 
 /**
+ * Counts one more `tool_choice` change for `session`: a request of a turn sent again with another choice (forcing
+ * degraded).
+ *
+ * @since 0.2.0
+ * @category recording
+ */
+export const recordToolChoiceChange = (session: string): Effect.Effect<void> => bump(toolChoiceChanges, { session })
+
+/**
+ * The forcing levels a session can be degraded to.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type DegradedLevel = "required" | "reminder"
+
+/**
+ * Counts one degradation of forcing for `session`, to `level`.
+ *
+ * @since 0.2.0
+ * @category recording
+ */
+export const recordForcingDegraded = (session: string, level: DegradedLevel): Effect.Effect<void> =>
+  bump(forcingDegraded, { session, to: level })
+
+/**
  * Counts one preview outcome for `session`.
  *
  * @since 0.1.0
@@ -134,6 +174,8 @@ export interface Snapshot {
   readonly toolChoiceChanges: number
   readonly previews: Readonly<Record<PreviewOutcome, number>>
   readonly requeues: Readonly<Record<RequeueReason, number>>
+  /** Degradations of forcing, by the level reached. */
+  readonly forcingDegraded: Readonly<Record<DegradedLevel, number>>
 }
 
 const read = (metric: Metric.Metric.Counter<number>, tags: Record<string, string>) =>
@@ -163,5 +205,9 @@ export const snapshot = (session: string): Effect.Effect<Snapshot> =>
       error: read(requeues, { session, reason: "error" }),
       aborted: read(requeues, { session, reason: "aborted" }),
       not_invoked: read(requeues, { session, reason: "not_invoked" })
+    }),
+    forcingDegraded: Effect.all({
+      required: read(forcingDegraded, { session, to: "required" }),
+      reminder: read(forcingDegraded, { session, to: "reminder" })
     })
   })

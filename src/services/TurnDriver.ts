@@ -1,8 +1,10 @@
 /**
  * The agent-turn driver on `@effect/ai`: one session's conversation over `Chat` and `LanguageModel`, with the app's
  * toolkit plus the `resolve` tool. Each logical turn serves the ToolChoiceQueue once, injects every steering
- * message, sends the request, runs the tool calls itself (gating them while a preview is pending) and finalizes
- * the served directive. Enforcement is `"force"` or `"soft"` (`ResolveConfig`); metrics and spans on every turn.
+ * message, sends the request, runs the tool calls itself (gating them while a preview is pending, answering a
+ * model's malformed call with a failure result) and finalizes the served directive. Enforcement is `"force"` or
+ * `"soft"` (`ResolveConfig`), degraded for the session when the provider refuses forcing; metrics and spans on
+ * every turn.
  *
  * @example
  * ```ts
@@ -30,11 +32,10 @@
  * @since 0.1.0
  */
 import type * as AiError from "@effect/ai/AiError"
-import * as Chat from "@effect/ai/Chat"
-import type * as LanguageModel from "@effect/ai/LanguageModel"
+import * as LanguageModel from "@effect/ai/LanguageModel"
 import * as Prompt from "@effect/ai/Prompt"
 import type * as Response from "@effect/ai/Response"
-import type * as Tool from "@effect/ai/Tool"
+import * as Tool from "@effect/ai/Tool"
 import type * as Toolkit from "@effect/ai/Toolkit"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
@@ -42,14 +43,17 @@ import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
 import * as Ref from "effect/Ref"
-import type * as Schedule from "effect/Schedule"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type { SteeringMessage } from "../domain/SteeringMessage.js"
 import { resolveReminderText } from "../domain/SteeringMessage.js"
 import type { ToolChoice } from "../domain/ToolChoice.js"
+import { permissiveTools, recoverResponse } from "../internal/permissive.js"
+import { tooDeepField } from "../internal/untrusted.js"
 import * as ResolveRuntime from "../layers/ResolveRuntime.js"
-import { handle as handleResolve, ResolveAiTool, toFailure } from "../tools/AiResolveTool.js"
+import { ResolveAiTool, toFailure } from "../tools/AiResolveTool.js"
 import { directiveLabel } from "../tools/PendingAction.js"
 import { type EffectAiToolChoice, toEffectAi } from "../tools/ProviderToolChoice.js"
 import { ResolveTool } from "../tools/Resolve.js"
@@ -84,8 +88,11 @@ export class MaxTurnsExceeded extends Schema.TaggedError<MaxTurnsExceeded>("effe
 }
 
 /**
- * A directive was rejected with `"error"` (a failed model request) more than `maxErrorRequeues` times in a row:
- * it was dropped instead of being requeued forever. `cause` is the last model error.
+ * The model request failed more than `maxErrorRequeues` times in a row (every HTTP attempt counts, retries
+ * included) while a directive was served, and forcing less did not help: the run stopped. The directive was rejected
+ * with `"error"` like any failed turn, so a preview is **still pending** at the head of the queue (`pending`): the
+ * next run serves it again with a fresh count, and only the app (`clear`, `removeByLabel`) or a `discard` ends it.
+ * `cause` is the last model error.
  *
  * @since 0.1.0
  * @category errors
@@ -95,6 +102,8 @@ export class RequeueLimitExceeded
     directiveId: Schema.String,
     label: Schema.String,
     errors: Schema.Number,
+    /** The directive is back at the head of the queue (a preview: still pending). */
+    pending: Schema.Boolean,
     cause: Schema.Defect
   })
 {
@@ -102,10 +111,22 @@ export class RequeueLimitExceeded
    * @since 0.1.0
    */
   override get message(): string {
-    return `The model request failed ${this.errors} times in a row while "${this.label}" was served; the directive ` +
-      `was dropped. If the provider rejects forced tool choice, set ResolveConfig.modelCapabilities or use ` +
-      `enforcement "soft".`
+    return `The model request failed ${this.errors} times in a row while "${this.label}" was served, and the run ` +
+      `stopped. ` +
+      (this.pending ?
+        `It is still pending, at the head of the queue: run again once the provider answers, or resolve, discard ` +
+        `or clear it in the app.` :
+        `The directive's onRejected dropped it.`) +
+      ` The last error: ${errorText(this.cause)}`
   }
+}
+
+const errorText = (cause: unknown): string => {
+  const text = typeof cause === "object" && cause !== null && "message" in cause ?
+    String((cause as { readonly message: unknown }).message) :
+    String(cause)
+  const line = text.split("\n", 1)[0] ?? ""
+  return line.length > 300 ? `${line.slice(0, 300)}…` : line
 }
 
 /**
@@ -206,7 +227,10 @@ export interface RunOptions<Tools extends Record<string, Tool.Any>, E, R> {
   readonly toolkit?: Toolkit.WithHandler<Tools> | Effect.Effect<Toolkit.WithHandler<Tools>, E, R> | undefined
   /** Bound on model requests in this run; default `ResolveConfig.maxTurns`. */
   readonly maxTurns?: number | undefined
-  /** Retries of a failed request inside one logical turn; a retried request reuses the turn's tool choice. */
+  /**
+   * Retries of a failed request inside one logical turn; a retried request reuses the turn's tool choice. While a
+   * directive is served, every failed attempt counts toward `ResolveConfig.maxErrorRequeues`, retries included.
+   */
   readonly retry?: Schedule.Schedule<unknown, AiError.AiError> | undefined
 }
 
@@ -240,7 +264,9 @@ export declare namespace TurnDriver {
      * queued, or `maxTurns` is reached. The conversation (and anything still pending) carries over to the next run;
      * steering messages of a request that failed or was interrupted are sent with the next one. Runs of one session
      * take turns (a second run waits for the first). A tool whose handler fails gets a failure result the model
-     * reads; the run goes on.
+     * reads, and so does a model's mistake (a call to an unknown tool, arguments that fail the tool's schema); the
+     * run goes on. A provider that refuses forced tool choice makes the session force less; a preview is never
+     * dropped by the driver.
      */
     readonly run: <Tools extends Record<string, Tool.Any> = {}, E = never, R = never>(
       prompt: Prompt.RawInput,
@@ -256,6 +282,11 @@ export declare namespace TurnDriver {
     readonly transcript: Effect.Effect<ReadonlyArray<TurnRecord>>
     /** This session's metric values. */
     readonly metrics: Effect.Effect<ResolveMetrics.Snapshot>
+    /**
+     * What the session's model can be sent: `ResolveConfig.modelCapabilities` less the forcing the provider refused
+     * during this session (learned once, kept for the session's later turns and previews).
+     */
+    readonly capabilities: Effect.Effect<ModelCapabilities>
   }
 }
 
@@ -345,6 +376,95 @@ const reminderMessage: SteeringMessage = {
 }
 
 /**
+ * How hard a session can force `resolve`: a named tool choice, `"required"` with only `resolve` offered, or
+ * `"auto"` with the reminder again.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type ForcingLevel = "named" | "required" | "reminder"
+
+/**
+ * The forcing level of a model with these capabilities.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const forcingLevel = (capabilities: ModelCapabilities): ForcingLevel =>
+  capabilities.supportsNamedToolChoice ? "named" : capabilities.supportsRequiredToolChoice ? "required" : "reminder"
+
+/**
+ * Whether a failed request is the provider refusing a forced `tool_choice` (the rule the turn driver applies to a
+ * request that forced a tool): an HTTP 400 whose body mentions `tool_choice`, such as Anthropic's "Thinking may
+ * not be enabled when tool_choice forces tool use." or OpenAI's errors with `"param": "tool_choice"`.
+ *
+ * @since 0.2.0
+ * @category guards
+ */
+export const isForcingRefusal = (error: AiError.AiError): boolean =>
+  error._tag === "HttpResponseError" && error.response.status === 400 &&
+  /tool_choice/i.test(`${error.body ?? ""}\n${error.description ?? ""}`)
+
+/** The forcing the provider refused in this session. */
+interface Refused {
+  readonly named: boolean
+  readonly required: boolean
+}
+
+const withRefused = (capabilities: ModelCapabilities, refused: Refused): ModelCapabilities => ({
+  ...capabilities,
+  supportsNamedToolChoice: capabilities.supportsNamedToolChoice && !refused.named,
+  supportsRequiredToolChoice: capabilities.supportsRequiredToolChoice && !refused.required
+})
+
+/** The refusals one level below `capabilities`; `undefined` at the reminder level. */
+const oneLevelDown = (capabilities: ModelCapabilities, refused: Refused): Refused | undefined =>
+  capabilities.supportsNamedToolChoice ?
+    { ...refused, named: true } :
+    capabilities.supportsRequiredToolChoice ?
+    { ...refused, required: true } :
+    undefined
+
+/** At most this many characters of a tool name or a decode error are quoted back to the model. */
+const quoteMax = 300
+
+const quote = (text: string): string => text.length > quoteMax ? `${text.slice(0, quoteMax)}…` : text
+
+/** How deep a call's arguments may nest before they are refused without being decoded (the error formatting recurses). */
+const argumentsMaxDepth = 64
+
+/**
+ * A call's arguments decoded against its tool's real schema: the failure result the model reads, if they do not.
+ * Effectful, so a schema with an asynchronous or context-dependent part decodes as `@effect/ai` would decode it.
+ */
+const invalidArguments = (
+  name: string,
+  tool: Tool.Any,
+  params: unknown
+): Effect.Effect<Option.Option<{ readonly error: "InvalidToolParams"; readonly message: string }>> => {
+  const invalid = (problem: string) =>
+    Option.some({
+      error: "InvalidToolParams" as const,
+      message: `The arguments of "${quote(name)}" do not match its schema: ${problem}. Call it again with ` +
+        `arguments that match the schema.`
+    })
+  const deep = tooDeepField(params, argumentsMaxDepth)
+  if (deep !== undefined) {
+    return Effect.succeed(invalid(`${quote(deep)}: is nested deeper than ${argumentsMaxDepth} levels`))
+  }
+  const decode = Schema.decodeUnknown(tool.parametersSchema as Schema.Schema<unknown, unknown>)
+  return Effect.match(decode(params, { errors: "first" }), {
+    onSuccess: () => Option.none(),
+    onFailure: (error) => {
+      const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
+      if (issue === undefined) return invalid("they could not be decoded")
+      const field = issue.path.length === 0 ? "(root)" : issue.path.map(String).join(".")
+      return invalid(quote(`${field}: ${issue.message}`))
+    }
+  })
+}
+
+/**
  * Builds a session's driver on the current ToolChoiceQueue, SteeringBus and StandingResolveHandler.
  *
  * @since 0.1.0
@@ -362,9 +482,9 @@ export const make = (
       Context.add(StandingResolveHandler, standing)
     )
     const id = options.sessionId ?? `session-${++sessions}-${Math.random().toString(36).slice(2, 8)}`
-    const chat = yield* (options.system === undefined ?
-      Chat.empty :
-      Chat.fromPrompt([{ role: "system", content: options.system }]))
+    const history = yield* Ref.make(
+      options.system === undefined ? Prompt.empty : Prompt.make([{ role: "system", content: options.system }])
+    )
 
     const lastChoice = yield* Ref.make(Option.none<string>())
     const errorStreak = yield* Ref.make(new Map<string, number>())
@@ -373,6 +493,7 @@ export const make = (
     const carry = yield* Ref.make<ReadonlyArray<SteeringMessage>>([])
     const transcript = yield* Ref.make<ReadonlyArray<TurnRecord>>([])
     const turnCount = yield* Ref.make(0)
+    const refused = yield* Ref.make<Refused>({ named: false, required: false })
     // One run at a time per session: a run owns the queue's in-flight slot for each of its turns.
     const lock = yield* Effect.makeSemaphore(1)
 
@@ -396,19 +517,21 @@ export const make = (
       return (yield* queue.inspect).some(isPreviewLabel)
     })
 
-    /** Ends the served value and counts a requeue when it came back at the head. */
+    /** Ends the served value and counts a requeue when it came back at the head; whether it did. */
     const finish = (info: Option.Option<InFlightInfo>, end: "resolve" | RejectReason) =>
       Effect.gen(function*() {
         const before = yield* queue.inspect
         yield* end === "resolve" ? queue.resolve : queue.reject(end)
-        if (Option.isNone(info)) return
+        if (Option.isNone(info)) return false
         const after = yield* queue.inspect
         if (after.length === before.length + 1 && after[0] === info.value.label) {
           const reason = end === "resolve" ? "not_invoked" : end
           if (reason === "error" || reason === "aborted" || reason === "not_invoked") {
             yield* ResolveMetrics.recordRequeue(id, reason)
           }
+          return true
         }
+        return false
       })
 
     const plan = (
@@ -445,6 +568,31 @@ export const make = (
         }
       })
 
+    /** Counts a request's tool_choice change against the previous request's. */
+    const noteChoice = (choice: LanguageModel.ToolChoice<string>) =>
+      Effect.map(
+        Ref.getAndSet(lastChoice, Option.some(JSON.stringify(choice))),
+        (previous) => Option.isSome(previous) && previous.value !== JSON.stringify(choice)
+      )
+
+    /** Records forcing the provider refused: the session's capabilities from now on, a warning and a metric. */
+    const learn = (
+      config: ResolveConfigShape,
+      next: Refused,
+      how: string,
+      error: AiError.AiError
+    ) =>
+      Effect.gen(function*() {
+        yield* Ref.set(refused, next)
+        const level = forcingLevel(withRefused(config.modelCapabilities, next))
+        yield* ResolveMetrics.recordForcingDegraded(id, level === "named" ? "required" : level)
+        yield* Effect.logWarning(
+          `effect-resolve: the provider refused forced tool_choice (${how}: ${errorText(error)}); forcing ` +
+            `resolve is degraded to "${level}" for the rest of this session. Set ResolveConfig.modelCapabilities ` +
+            `to start there.`
+        )
+      })
+
     const run = <Tools extends Record<string, Tool.Any> = {}, E = never, R = never>(
       prompt: Prompt.RawInput,
       runOptions: RunOptions<Tools, E, R> = {}
@@ -455,56 +603,83 @@ export const make = (
     > =>
       Effect.gen(function*() {
         const config = yield* ResolveConfig
-        const capabilities = config.modelCapabilities
-        const effective: ResolveConfigShape = {
+        const capabilitiesNow = Effect.map(Ref.get(refused), (r) => withRefused(config.modelCapabilities, r))
+        const effectiveNow = Effect.map(capabilitiesNow, (capabilities): ResolveConfigShape => ({
           ...config,
+          modelCapabilities: capabilities,
           enforcement: config.enforcement === "soft" || !capabilities.supportsNamedToolChoice ? "soft" : "force"
-        }
+        }))
         const appToolkit: Toolkit.WithHandler<any> | undefined = runOptions.toolkit === undefined ?
           undefined :
           Effect.isEffect(runOptions.toolkit) ?
           yield* runOptions.toolkit :
           runOptions.toolkit
         const appTools: Record<string, Tool.Any> = appToolkit?.tools ?? {}
-        const toolkit: Toolkit.WithHandler<any> = {
-          tools: { ...appTools, resolve: ResolveAiTool },
-          handle: ((name: string, params: unknown) =>
-            name === "resolve" ?
-              Effect.map(
-                Effect.either(Effect.provide(handleResolve(params), runtime)),
-                (either) => ({
-                  isFailure: either._tag === "Left",
-                  result: either._tag === "Left" ? either.left : either.right,
-                  encodedResult: either._tag === "Left" ? either.left : either.right
-                })
-              ) :
-              appToolkit!.handle(name, params)) as any
+        // The request carries every tool's real JSON Schema, but arguments decode as `unknown`: each call is
+        // decoded below, against the real schema, so a bad call gets a failure result instead of failing the
+        // whole response (src/internal/permissive.ts).
+        const wireTools: Record<string, Tool.Any> = { ...permissiveTools(appTools), resolve: ResolveAiTool }
+        const wireToolkit: Toolkit.WithHandler<any> = {
+          tools: wireTools,
+          handle: () => Effect.dieMessage("effect-resolve: the turn driver runs tool calls itself")
         }
+        const available = [...Object.keys(appTools).filter((name) => name !== "resolve"), "resolve"]
         const maxTurns = runOptions.maxTurns ?? config.maxTurns
+
+        /** One request: the history plus `requestPrompt`; on success the history gains both and the answer. */
+        const send = (requestPrompt: Prompt.Prompt, choice: LanguageModel.ToolChoice<string>) =>
+          Effect.gen(function*() {
+            const fullPrompt = Prompt.merge(yield* Ref.get(history), requestPrompt)
+            const response = yield* LanguageModel.generateText({
+              prompt: fullPrompt,
+              toolkit: wireToolkit,
+              toolChoice: choice as any,
+              disableToolCallResolution: true
+            }).pipe(
+              Effect.catchTag("MalformedOutput", (error) => recoverResponse(error, wireTools))
+            ) as Effect.Effect<LanguageModel.GenerateTextResponse<any>, AiError.AiError, LanguageModel.LanguageModel>
+            yield* Ref.set(history, Prompt.merge(fullPrompt, Prompt.fromResponseParts(response.content)))
+            return response
+          }).pipe(Effect.withSpan("TurnDriver.request", { attributes: { toolChoice: JSON.stringify(choice) } }))
 
         /** Runs one call of the batch, or skips it while a preview is pending. */
         const runCall = (call: Response.ToolCallPart<string, unknown>, stagedInBatch: Ref.Ref<boolean>) =>
           Effect.gen(function*() {
+            const tool = call.name === "resolve" ? undefined : appTools[call.name]
+            if (call.name !== "resolve") {
+              // A model's mistake is answered at once, whatever is pending: nothing runs.
+              if (tool === undefined || appToolkit === undefined) {
+                return record(call, "executed", true, {
+                  error: "UnknownTool",
+                  message: `No tool named "${quote(call.name)}". Available tools: ${available.join(", ")}.`
+                })
+              }
+              if (Tool.isUserDefined(tool)) {
+                const invalid = yield* invalidArguments(call.name, tool, call.params)
+                if (Option.isSome(invalid)) return record(call, "executed", true, invalid.value)
+              }
+            }
             if (yield* Ref.get(stagedInBatch)) {
               // A call of this batch staged a preview: nothing after it runs, not even resolve.
               const message = call.name === "resolve" ? skippedResolveText : skippedText
               return record(call, "skipped", true, { skipped: true, message })
             }
-            if (call.name === "resolve") {
+            const effective = yield* effectiveNow
+            if (tool === undefined) {
               const inFlight = yield* queue.inFlight
               const wasPending = Option.isSome(inFlight) && isPreviewLabel(inFlight.value.label) &&
                 !inFlight.value.invoked
+              const action = typeof call.params === "object" && call.params !== null ?
+                Object.getOwnPropertyDescriptor(call.params, "action")?.value :
+                undefined
               const exit = yield* Effect.exit(
                 ResolveTool.execute(call.params).pipe(
                   Effect.provideService(ResolveConfig, effective),
                   Effect.provide(runtime),
-                  Effect.withSpan("TurnDriver.resolve", {
-                    attributes: { action: String((call.params as { action?: unknown } | null)?.action) }
-                  })
+                  Effect.withSpan("TurnDriver.resolve", { attributes: { action: String(action) } })
                 )
               )
               if (wasPending) {
-                const action = (call.params as any)?.action
                 if (Exit.isSuccess(exit)) {
                   yield* ResolveMetrics.recordPreview(id, action === "discard" ? "discarded" : "applied")
                 } else if (action === "apply" && Option.isSome(Cause.failureOption(exit.cause))) {
@@ -519,21 +694,14 @@ export const make = (
               return yield* Effect.failCause(exit.cause)
             }
             if (yield* previewPending) return record(call, "skipped", true, { skipped: true, message: skippedText })
-            const tool = appTools[call.name]
-            if (tool === undefined || appToolkit === undefined) {
-              return record(call, "executed", true, {
-                error: "UnknownTool",
-                message: `No tool named "${call.name}". Available tools: ${
-                  [...Object.keys(appTools), "resolve"].join(", ")
-                }.`
-              })
-            }
             const before = (yield* queue.inspect).filter(isPreviewLabel).length
-            const encoded = yield* Effect.orElseSucceed(
+            // User-defined tools were sent permissive: the call holds the model's raw (encoded) arguments. A
+            // provider-defined tool's arguments were decoded by `@effect/ai`: encode them back for the handler.
+            const params = Tool.isUserDefined(tool) ? call.params : yield* Effect.orElseSucceed(
               Schema.encodeUnknown(tool.parametersSchema as Schema.Schema<unknown, unknown>)(call.params),
               () => call.params
             )
-            const outcome = yield* appToolkit.handle(call.name, encoded).pipe(
+            const outcome = yield* appToolkit!.handle(call.name, params).pipe(
               Effect.map((result) => record(call, "executed", result.isFailure, result.encodedResult)),
               Effect.catchAll((error) => Effect.succeed(record(call, "executed", true, toFailure(error)))),
               Effect.provideService(ResolveConfig, effective),
@@ -551,81 +719,155 @@ export const make = (
               const index = yield* Ref.updateAndGet(turnCount, (n) => n + 1)
               const served = yield* queue.nextToolChoice
               const info = yield* queue.inFlight
-              const decided = yield* plan(served, info, capabilities)
-              const infoNow = yield* queue.inFlight
-              const steering = [
+              let decided = yield* plan(served, info, yield* capabilitiesNow)
+              let infoNow = yield* queue.inFlight
+              let steering = [
                 ...(yield* Ref.getAndSet(carry, [])),
                 ...(yield* bus.drain),
                 ...(decided.resteer ? [reminderMessage] : [])
               ]
-              const entry = Option.filter(infoNow, (i) => isPreviewLabel(i.label))
-              if (decided.forcingEntry && Option.isSome(entry)) {
-                yield* mapUpdate(ignoredForced, (m) => m.set(entry.value.id, (m.get(entry.value.id) ?? 0) + 1))
-              }
-              const key = JSON.stringify(decided.choice)
-              const previous = yield* Ref.getAndSet(lastChoice, Option.some(key))
-              yield* ResolveMetrics.recordTurn(
-                id,
-                decided.forced,
-                Option.isSome(previous) && previous.value !== key
-              )
-              const requestPrompt = Prompt.merge(
-                newPrompt,
-                Prompt.fromMessages(steering.map((m) => userMessage(m.content)))
-              )
-              const base = {
+              const entryOf = (inFlight: Option.Option<InFlightInfo>) =>
+                Option.filter(inFlight, (i) => isPreviewLabel(i.label))
+              yield* ResolveMetrics.recordTurn(id, decided.forced, yield* noteChoice(decided.choice))
+              const base = () => ({
                 turn: index,
                 served,
                 toolChoice: decided.choice,
                 forced: decided.forced,
                 steering
-              }
+              })
               const save = (record: TurnRecord) => Ref.update(transcript, (all) => [...all, record])
+              /** The turn failed: its steering goes with the next request, its directive is ended with `end`. */
+              const failTurn = (end: RejectReason) =>
+                Effect.gen(function*() {
+                  yield* Ref.set(carry, steering.filter((m) => m !== reminderMessage))
+                  yield* save({ ...base(), outcome: end === "aborted" ? "aborted" : "error", text: "", toolCalls: [] })
+                  return yield* finish(infoNow, end)
+                })
+              /** Sends the turn again at the forcing level of `capabilities` (the in-flight preview is forced). */
+              const replan = (capabilities: ModelCapabilities) =>
+                Effect.gen(function*() {
+                  const entry = entryOf(infoNow)
+                  if (Option.isSome(entry)) yield* setUpdate(forceNext, (s) => s.add(entry.value.id))
+                  decided = yield* plan(served, infoNow, capabilities)
+                  infoNow = yield* queue.inFlight
+                  if (decided.resteer && !steering.includes(reminderMessage)) steering = [...steering, reminderMessage]
+                  if (yield* noteChoice(decided.choice)) yield* ResolveMetrics.recordToolChoiceChange(id)
+                })
+              const retries = runOptions.retry === undefined ? undefined : yield* Schedule.driver(runOptions.retry)
+              /** Waits as the retry schedule says: whether to retry. Interrupting the wait aborts the turn. */
+              const retry = (error: AiError.AiError) =>
+                Effect.gen(function*() {
+                  if (retries === undefined) return false
+                  const next = yield* Effect.exit(restore(retries.next(error)))
+                  if (Exit.isSuccess(next)) return true
+                  if (Option.isSome(Cause.failureOption(next.cause))) return false
+                  yield* failTurn("aborted")
+                  return yield* Effect.failCause(next.cause as Cause.Cause<never>)
+                })
 
-              const request = chat.generateText({
-                prompt: requestPrompt,
-                toolkit,
-                toolChoice: decided.choice as any,
-                disableToolCallResolution: true
-              }).pipe(
-                (effect) => runOptions.retry === undefined ? effect : Effect.retry(effect, runOptions.retry),
-                Effect.withSpan("TurnDriver.request", { attributes: { toolChoice: key } })
-              ) as Effect.Effect<LanguageModel.GenerateTextResponse<any>, AiError.AiError>
-
-              const requested = yield* Effect.exit(restore(request))
-              if (Exit.isFailure(requested)) {
-                yield* Ref.set(carry, steering.filter((m) => m !== reminderMessage))
-                const error = Cause.failureOption(requested.cause)
-                if (Option.isNone(error)) {
-                  yield* finish(infoNow, "aborted")
-                  yield* save({ ...base, outcome: "aborted", text: "", toolCalls: [] })
+              let response: LanguageModel.GenerateTextResponse<any> | undefined
+              while (response === undefined) {
+                const requestPrompt = Prompt.merge(
+                  newPrompt,
+                  Prompt.fromMessages(steering.map((m) => userMessage(m.content)))
+                )
+                const requested = yield* Effect.exit(restore(send(requestPrompt, decided.choice)))
+                if (Exit.isSuccess(requested)) {
+                  response = requested.value
+                  break
+                }
+                const failure = Cause.failureOption(requested.cause)
+                if (Option.isNone(failure)) {
+                  yield* failTurn("aborted")
                   return yield* Effect.failCause(requested.cause)
                 }
-                yield* save({ ...base, outcome: "error", text: "", toolCalls: [] })
-                if (Option.isNone(infoNow)) return yield* Effect.failCause(requested.cause)
-                const streak = ((yield* Ref.get(errorStreak)).get(infoNow.value.id) ?? 0) + 1
+                const error = failure.value
+                // 1. The provider refused the forcing: learn it, and send the same turn again, forcing less. A
+                // model's refusal is not a failure of the request: it does not count toward the requeue limit.
+                if (decided.forced && isForcingRefusal(error)) {
+                  const capabilities = yield* capabilitiesNow
+                  const next = oneLevelDown(capabilities, yield* Ref.get(refused))
+                  if (next !== undefined) {
+                    yield* learn(config, next, `HTTP 400 to ${JSON.stringify(decided.choice)}`, error)
+                    yield* replan(withRefused(config.modelCapabilities, next))
+                    continue
+                  }
+                }
+                if (Option.isNone(infoNow)) {
+                  // Nothing served: only the retry schedule decides.
+                  if (yield* retry(error)) continue
+                  yield* failTurn("error")
+                  return yield* Effect.failCause(requested.cause)
+                }
+                // 2. Every failed attempt counts, retries included.
+                const served_ = infoNow.value
+                const streak = ((yield* Ref.get(errorStreak)).get(served_.id) ?? 0) + 1
+                yield* mapUpdate(errorStreak, (m) => m.set(served_.id, streak))
                 if (streak > config.maxErrorRequeues) {
-                  yield* mapUpdate(errorStreak, (m) => m.delete(infoNow.value.id))
-                  yield* finish(infoNow, "removed")
+                  // 3. A forced preview that keeps failing: try forcing less, one attempt per level. If one
+                  // succeeds, the failures were a refusal (learned); if none does, the provider is failing.
+                  if (decided.forced && isPreviewLabel(served_.label)) {
+                    let capabilities = yield* capabilitiesNow
+                    let tried = yield* Ref.get(refused)
+                    let probed: LanguageModel.GenerateTextResponse<any> | undefined
+                    for (let next = oneLevelDown(capabilities, tried); next !== undefined;) {
+                      const probe = forceResolve(withRefused(config.modelCapabilities, next))
+                      if (probe.resteer && !steering.includes(reminderMessage)) {
+                        steering = [...steering, reminderMessage]
+                      }
+                      if (yield* noteChoice(probe.choice)) yield* ResolveMetrics.recordToolChoiceChange(id)
+                      const attempt = yield* Effect.exit(restore(send(
+                        Prompt.merge(newPrompt, Prompt.fromMessages(steering.map((m) => userMessage(m.content)))),
+                        probe.choice
+                      )))
+                      if (Exit.isSuccess(attempt)) {
+                        yield* learn(config, next, `${streak} failed forced requests, then an accepted one`, error)
+                        yield* replan(withRefused(config.modelCapabilities, next))
+                        probed = attempt.value
+                        break
+                      }
+                      if (Option.isNone(Cause.failureOption(attempt.cause))) {
+                        yield* failTurn("aborted")
+                        return yield* Effect.failCause(attempt.cause)
+                      }
+                      tried = next
+                      capabilities = withRefused(config.modelCapabilities, next)
+                      next = oneLevelDown(capabilities, tried)
+                    }
+                    if (probed !== undefined) {
+                      response = probed
+                      break
+                    }
+                  }
+                  // 4. The run stops; the served directive is rejected with "error" like any failed turn, so a
+                  // preview stays pending at the head of the queue. The next run starts a new streak.
+                  yield* mapUpdate(errorStreak, (m) => m.delete(served_.id))
+                  const pending = yield* failTurn("error")
                   const limit = new RequeueLimitExceeded({
-                    directiveId: infoNow.value.id,
-                    label: infoNow.value.label,
+                    directiveId: served_.id,
+                    label: served_.label,
                     errors: streak,
-                    cause: error.value
+                    pending,
+                    cause: error
                   })
-                  yield* Effect.logError(`effect-resolve: ${limit.message}`, error.value)
+                  yield* Effect.logError(`effect-resolve: ${limit.message}`, error)
                   return yield* limit
                 }
-                yield* mapUpdate(errorStreak, (m) => m.set(infoNow.value.id, streak))
+                if (yield* retry(error)) continue
                 yield* Effect.logWarning(
-                  `effect-resolve: model request failed while "${infoNow.value.label}" was served; requeued ` +
+                  `effect-resolve: model request failed while "${served_.label}" was served; requeued ` +
                     `(${streak}/${config.maxErrorRequeues})`
                 )
-                yield* finish(infoNow, "error")
+                yield* failTurn("error")
                 return yield* Effect.failCause(requested.cause)
               }
-              const response = requested.value
-              if (Option.isSome(infoNow)) yield* mapUpdate(errorStreak, (m) => m.delete(infoNow.value.id))
+              const servedNow = infoNow
+              const entry = entryOf(servedNow)
+              if (Option.isSome(servedNow)) yield* mapUpdate(errorStreak, (m) => m.delete(servedNow.value.id))
+              if (decided.forcingEntry && Option.isSome(entry)) {
+                yield* mapUpdate(ignoredForced, (m) => m.set(entry.value.id, (m.get(entry.value.id) ?? 0) + 1))
+              }
 
               const calls = response.toolCalls.filter((call) => call.providerExecuted !== true) as Array<
                 Response.ToolCallPart<string, unknown>
@@ -646,9 +888,9 @@ export const make = (
                 )
               ]
               if (all.length > 0) {
-                yield* Ref.update(chat.history, (history) =>
+                yield* Ref.update(history, (current) =>
                   Prompt.merge(
-                    history,
+                    current,
                     Prompt.fromMessages([Prompt.makeMessage("tool", {
                       content: all.map((r) =>
                         Prompt.makePart("tool-result", {
@@ -663,7 +905,7 @@ export const make = (
                   ))
               }
               const saved: TurnRecord = {
-                ...base,
+                ...base(),
                 outcome: Exit.isSuccess(executed) ? "completed" : "aborted",
                 text: response.text,
                 toolCalls: all
@@ -723,9 +965,13 @@ export const make = (
     return TurnDriver.of({
       id,
       run,
-      history: Ref.get(chat.history),
+      history: Ref.get(history),
       transcript: Ref.get(transcript),
-      metrics: ResolveMetrics.snapshot(id)
+      metrics: ResolveMetrics.snapshot(id),
+      capabilities: Effect.flatMap(
+        ResolveConfig,
+        (config) => Effect.map(Ref.get(refused), (r) => withRefused(config.modelCapabilities, r))
+      )
     })
   })
 

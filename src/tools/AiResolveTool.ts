@@ -1,8 +1,9 @@
 /**
  * The `resolve` tool as an `@effect/ai` `Tool` and `Toolkit`, for apps that build their own loop on
- * `LanguageModel`. Its parameters accept any JSON object when a response is decoded (so a bad call reaches the
- * handler and becomes a typed `InvalidResolveParams` result for the model, instead of failing the whole response)
- * while the JSON Schema the provider sees is exactly `ResolveTool.parameters`.
+ * `LanguageModel`. Its parameters accept any value when a response is decoded (so a bad call, even a string, `null`
+ * or an array instead of an object, reaches the handler and becomes a typed `InvalidResolveParams` result for the
+ * model, instead of failing the whole response) while the JSON Schema the provider sees is exactly
+ * `ResolveTool.parameters`.
  *
  * @example
  * ```ts
@@ -24,20 +25,19 @@ import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { ToolResult } from "../domain/ToolResult.js"
+import { permissiveParameters } from "../internal/permissive.js"
 import { StandingResolveHandler } from "../services/StandingResolveHandler.js"
 import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
 import { ResolveTool } from "./Resolve.js"
 
-const { $schema: _, ...jsonSchema } = ResolveTool.parameters
-
 /**
- * What the model sent to `resolve`, undecoded: any JSON object. Its JSON Schema is `ResolveTool.parameters`.
+ * What the model sent to `resolve`, undecoded: any value (typed as an empty struct, as `@effect/ai`'s tools
+ * require). Its JSON Schema is `ResolveTool.parameters`.
  *
  * @since 0.1.0
  * @category schemas
  */
-export const RawResolveParams = Schema.Struct({}, Schema.Record({ key: Schema.String, value: Schema.Unknown }))
-  .annotations({ identifier: "ResolveParams", jsonSchema })
+export const RawResolveParams: Schema.Struct<{}> = permissiveParameters(ResolveTool.parameters)
 
 /**
  * What a failed `resolve` call returns to the model: the error's tag and message.

@@ -1,7 +1,8 @@
 /**
  * Pure mappings from the provider-neutral `ToolChoice` to the `tool_choice` wire formats of Anthropic Messages,
  * OpenAI Chat Completions, OpenAI Responses, Google Gemini and `@effect/ai`. What a provider (or a model, through
- * its `ModelCapabilities`) cannot express is `Option.none()`, so the caller can fall back to the soft path.
+ * its `ModelCapabilities`) cannot express is `Option.none()`, so the caller can fall back to the soft path. Also
+ * `toGeminiSchema`: a tool's JSON Schema in the OpenAPI 3.0 subset Gemini's function declarations take.
  *
  * @example
  * ```ts
@@ -15,7 +16,9 @@
  *
  * @since 0.1.0
  */
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import type { ToolChoice } from "../domain/ToolChoice.js"
 import type { ModelCapabilities } from "../services/ResolveConfig.js"
 
@@ -86,7 +89,9 @@ const map = <A>(
 }
 
 /**
- * Anthropic Messages `tool_choice`.
+ * Anthropic Messages `tool_choice`, or `{ type: "omit_tools" }` for `"none"`: the request then carries neither
+ * `tools` nor `tool_choice`, which is what `@effect/ai-anthropic` sends for `"none"` (a model cannot call a tool it
+ * is not given).
  *
  * @since 0.1.0
  * @category models
@@ -94,12 +99,13 @@ const map = <A>(
 export type AnthropicToolChoice =
   | { readonly type: "auto" }
   | { readonly type: "any" }
-  | { readonly type: "none" }
   | { readonly type: "tool"; readonly name: string }
+  | { readonly type: "omit_tools" }
 
 /**
- * To Anthropic Messages: `auto` → `{ type: "auto" }`, `required` → `{ type: "any" }`, `none` → `{ type: "none" }`,
- * a named tool → `{ type: "tool", name }`.
+ * To Anthropic Messages: `auto` → `{ type: "auto" }`, `required` → `{ type: "any" }`, a named tool →
+ * `{ type: "tool", name }`, and `none` → `{ type: "omit_tools" }`: send no `tools` and no `tool_choice`, as
+ * `@effect/ai-anthropic` does.
  *
  * @since 0.1.0
  * @category mappings
@@ -110,7 +116,7 @@ export const toAnthropic = (
 ): Option.Option<AnthropicToolChoice> =>
   map<AnthropicToolChoice>(choice, capabilities, anthropicName, {
     auto: { type: "auto" },
-    none: { type: "none" },
+    none: { type: "omit_tools" },
     required: { type: "any" },
     named: (name) => ({ type: "tool", name })
   })
@@ -230,3 +236,221 @@ export const toEffectAi = (
     required: "required",
     named: (tool) => ({ tool })
   })
+
+// ---------------------------------------------------------------------------------------------------------------
+// Gemini schemas
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * A schema in the OpenAPI 3.0 subset of Gemini's function declarations: one `type` per schema, `nullable` instead of
+ * a `null` type, no `additionalProperties`, `anyOf`, `$ref` or `const`, `enum` for strings only.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface GeminiSchema {
+  readonly type: "STRING" | "NUMBER" | "INTEGER" | "BOOLEAN" | "ARRAY" | "OBJECT"
+  readonly format?: string
+  readonly title?: string
+  readonly description?: string
+  readonly nullable?: boolean
+  readonly enum?: ReadonlyArray<string>
+  readonly properties?: Readonly<Record<string, GeminiSchema>>
+  readonly required?: ReadonlyArray<string>
+  readonly items?: GeminiSchema
+  readonly minItems?: number
+  readonly maxItems?: number
+  readonly minLength?: number
+  readonly maxLength?: number
+  readonly pattern?: string
+  readonly minimum?: number
+  readonly maximum?: number
+  readonly minProperties?: number
+  readonly maxProperties?: number
+}
+
+/**
+ * A JSON Schema uses something Gemini's schema subset cannot express; `path` is where (`(root)`, `properties.a`).
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class UnsupportedGeminiSchema
+  extends Schema.TaggedError<UnsupportedGeminiSchema>("effect-resolve/UnsupportedGeminiSchema")(
+    "UnsupportedGeminiSchema",
+    { path: Schema.String, problem: Schema.String }
+  )
+{
+  /**
+   * @since 0.2.0
+   */
+  override get message(): string {
+    return `This JSON Schema cannot be sent to Gemini: at ${this.path}, ${this.problem}.`
+  }
+}
+
+const geminiTypes = {
+  string: "STRING",
+  number: "NUMBER",
+  integer: "INTEGER",
+  boolean: "BOOLEAN",
+  array: "ARRAY",
+  object: "OBJECT"
+} as const
+
+/** Keywords copied as they are (their meaning is the same in Gemini's subset). */
+const geminiCopied = [
+  "title",
+  "description",
+  "minItems",
+  "maxItems",
+  "minLength",
+  "maxLength",
+  "pattern",
+  "minimum",
+  "maximum",
+  "minProperties",
+  "maxProperties"
+] as const
+
+/** Keywords that carry no constraint and are dropped. */
+const geminiDropped = new Set(["$schema", "$id", "$comment", "additionalProperties", "examples", "default"])
+
+/** The formats Gemini documents; others are dropped (a format is a hint, not a constraint the model must meet). */
+const geminiFormats = new Set(["date-time", "enum", "int32", "int64", "float", "double"])
+
+/** Deepest nesting converted: a schema deeper than this is refused rather than walked. */
+const geminiMaxDepth = 32
+
+const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
+
+class GeminiFailure {
+  constructor(readonly path: string, readonly problem: string) {}
+}
+
+const convertGemini = (
+  schema: unknown,
+  path: string,
+  root: Record<string, unknown>,
+  refs: ReadonlyArray<string>
+): GeminiSchema => {
+  const fail = (problem: string): never => {
+    throw new GeminiFailure(path, problem)
+  }
+  if (refs.length > geminiMaxDepth) fail(`it nests deeper than ${geminiMaxDepth} levels`)
+  if (!isRecord(schema)) return fail("a schema must be a JSON object")
+  if (typeof schema.$ref === "string") {
+    const ref = schema.$ref
+    if (refs.includes(ref)) fail(`${ref} is recursive, and Gemini's schema has no references`)
+    const match = /^#\/(\$defs|definitions)\/([^/]+)$/.exec(ref)
+    const defs = match === null ? undefined : root[match[1]!]
+    const target = isRecord(defs) ? defs[match![2]!] : undefined
+    if (target === undefined) fail(`the reference ${ref} does not point into $defs`)
+    return convertGemini(target, path, root, [...refs, ref])
+  }
+  let nullable = schema.nullable === true
+  let body: Record<string, unknown> = schema
+  if (Array.isArray(schema.anyOf)) {
+    const variants = schema.anyOf.filter((variant) => !(isRecord(variant) && variant.type === "null"))
+    if (variants.length !== 1 || schema.anyOf.length !== 2) {
+      fail("anyOf is only supported as one schema or null (Gemini has no unions)")
+    }
+    nullable = true
+    const { anyOf: _, ...rest } = schema
+    const variant = variants[0]!
+    const resolved = isRecord(variant) && typeof variant.$ref === "string" ?
+      convertGemini(variant, path, root, refs) :
+      variant
+    body = { ...(isRecord(resolved) ? resolved : {}), ...rest }
+  }
+  let type: unknown = body.type
+  if (Array.isArray(type)) {
+    const types = type.filter((t) => t !== "null")
+    if (types.length !== 1) fail("a schema must have exactly one type besides null")
+    if (types.length !== type.length) nullable = true
+    type = types[0]
+  }
+  if (body.const !== undefined) {
+    if (typeof body.const !== "string") fail("const is only supported for strings (as a one-value enum)")
+    type = type ?? "string"
+  }
+  if (typeof type === "string" && /^[A-Z]+$/.test(type)) type = type.toLowerCase()
+  if (typeof type !== "string" || !Object.hasOwn(geminiTypes, type)) {
+    return fail(`the type ${JSON.stringify(type)} is not one of string, number, integer, boolean, array, object`)
+  }
+  const out: { -readonly [K in keyof GeminiSchema]?: GeminiSchema[K] } = {
+    type: geminiTypes[type as keyof typeof geminiTypes]
+  }
+  for (const key of Object.keys(body)) {
+    if (
+      geminiDropped.has(key) || (geminiCopied as ReadonlyArray<string>).includes(key) ||
+      ["type", "nullable", "format", "enum", "const", "properties", "required", "items", "$defs", "definitions"]
+        .includes(key)
+    ) continue
+    fail(`the keyword ${JSON.stringify(key)} has no equivalent in Gemini's schema`)
+  }
+  for (const key of geminiCopied) {
+    if (body[key] !== undefined) (out as Record<string, unknown>)[key] = body[key]
+  }
+  if (nullable) out.nullable = true
+  if (typeof body.format === "string" && geminiFormats.has(body.format)) out.format = body.format
+  const values = body.const !== undefined ? [body.const] : body.enum
+  if (values !== undefined) {
+    if (!Array.isArray(values) || out.type !== "STRING" || !values.every((v) => typeof v === "string")) {
+      fail("enum is only supported for strings")
+    }
+    out.enum = values as ReadonlyArray<string>
+  }
+  if (out.type === "OBJECT") {
+    const properties = isRecord(body.properties) ? body.properties : {}
+    const names = Object.keys(properties)
+    if (names.length === 0) fail("an object needs at least one property (omit `parameters` for a tool without any)")
+    out.properties = Object.fromEntries(
+      names.map((
+        name
+      ) => [name, convertGemini(properties[name], `${path === "(root)" ? "" : `${path}.`}${name}`, root, refs)])
+    )
+    if (body.required !== undefined) {
+      const required = body.required
+      if (!Array.isArray(required) || !required.every((r) => typeof r === "string" && names.includes(r))) {
+        fail("required must list properties of the object")
+      }
+      if ((required as ReadonlyArray<string>).length > 0) out.required = required as ReadonlyArray<string>
+    }
+  }
+  if (out.type === "ARRAY") {
+    if (!isRecord(body.items)) fail("an array needs one items schema (Gemini has no tuples)")
+    out.items = convertGemini(body.items, `${path === "(root)" ? "" : `${path}.`}items`, root, refs)
+  }
+  return out as GeminiSchema
+}
+
+/**
+ * A tool's JSON Schema (as sent to OpenAI or Anthropic, `ResolveTool.parameters` for instance) in the OpenAPI 3.0
+ * subset Gemini's function declarations take: `anyOf` with `null` and `type: [T, "null"]` become `nullable: true`,
+ * local `$ref`s are inlined, `const` becomes a one-value `enum`, types are upper case, `additionalProperties`,
+ * `$schema` and `default` are dropped, and so are formats Gemini does not document. What has no equivalent (a
+ * union, a recursive reference, a non-string enum, an object without properties, `oneOf`, `allOf`, ...) fails with
+ * `UnsupportedGeminiSchema` naming where. Pure, and linear in the schema's size.
+ *
+ * @example
+ * ```ts
+ * import { ProviderToolChoice, ResolveTool } from "effect-resolve"
+ *
+ * ProviderToolChoice.toGeminiSchema(ResolveTool.parameters)
+ * // Either.right({ type: "OBJECT", properties: { ..., extra: { type: "STRING", nullable: true, ... } }, required: [...] })
+ * ```
+ *
+ * @since 0.2.0
+ * @category mappings
+ */
+export const toGeminiSchema = (schema: object): Either.Either<GeminiSchema, UnsupportedGeminiSchema> => {
+  try {
+    return Either.right(convertGemini(schema, "(root)", isRecord(schema) ? schema : {}, []))
+  } catch (failure) {
+    if (failure instanceof GeminiFailure) {
+      return Either.left(new UnsupportedGeminiSchema({ path: failure.path, problem: failure.problem }))
+    }
+    throw failure
+  }
+}

@@ -17,9 +17,10 @@
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as FiberRef from "effect/FiberRef"
-import * as JSONSchema from "effect/JSONSchema"
+import type * as JSONSchema from "effect/JSONSchema"
 import type * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
@@ -58,7 +59,64 @@ const fieldOf = (path: ReadonlyArray<PropertyKey>): string =>
   path.length === 0 ? "(root)" : path.map((key) => String(key)).join(".")
 
 /**
- * Decodes untrusted `resolve` input. A failure names the first bad field and what is wrong with it.
+ * The longest `extra` accepted as JSON text, in UTF-16 code units, before it is parsed: four times
+ * `limits.extraMaxBytes`, room for whitespace and escapes (the parsed object must then fit `extraMaxBytes`).
+ *
+ * @since 0.2.0
+ * @category constants
+ */
+export const extraTextMaxLength = 4 * limits.extraMaxBytes
+
+const extraExample = "\"{\\\"title\\\": \\\"my-plan\\\"}\""
+
+const extraTextProblem = (problem: string) =>
+  new InvalidResolveParams({
+    field: "extra",
+    problem: `must be a JSON object as text, such as ${extraExample}, or null; ${problem}`
+  })
+
+/**
+ * The wire form of `extra` (what the model-facing schema asks for: a JSON object as text, or `null`) turned into
+ * the decoded form: `null` means none (the key is dropped), a string is parsed and must hold a JSON object, which
+ * then goes through the usual `Extra` checks. An object is kept as it is (lenient providers, and callers that pass
+ * decoded values). Anything else is left for the Schema to report. The input is never modified: a copy with the
+ * same prototype and the other properties' descriptors untouched is returned (no getter runs).
+ */
+const fromWire = (input: unknown): Either.Either<unknown, InvalidResolveParams> => {
+  if (typeof input !== "object" || input === null || Array.isArray(input)) return Either.right(input)
+  const descriptor = Object.getOwnPropertyDescriptor(input, "extra")
+  if (descriptor === undefined || !("value" in descriptor)) return Either.right(input)
+  const extra: unknown = descriptor.value
+  if (extra !== null && typeof extra !== "string") return Either.right(input)
+  const descriptors = Object.getOwnPropertyDescriptors(input)
+  delete (descriptors as Record<string, PropertyDescriptor>).extra
+  if (typeof extra === "string") {
+    if (extra.length > extraTextMaxLength) {
+      return Either.left(extraTextProblem(`got ${extra.length} characters of text, at most ${extraTextMaxLength}`))
+    }
+    let parsed: unknown
+    try {
+      parsed = JSON.parse(extra)
+    } catch {
+      return Either.left(extraTextProblem(`got ${show(extra)}, which is not valid JSON`))
+    }
+    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+      return Either.left(extraTextProblem(`got text holding ${show(parsed)}`))
+    }
+    ;(descriptors as Record<string, PropertyDescriptor>).extra = {
+      value: parsed,
+      writable: true,
+      enumerable: true,
+      configurable: true
+    }
+  }
+  return Either.right(Object.create(Object.getPrototypeOf(input), descriptors))
+}
+
+/**
+ * Decodes untrusted `resolve` input, in its wire form (`extra` as JSON text or `null`, see
+ * `ResolveTool.parameters`) or with `extra` as an object. A failure names the first bad field and what is wrong
+ * with it.
  *
  * @since 0.1.0
  * @category decoding
@@ -66,6 +124,12 @@ const fieldOf = (path: ReadonlyArray<PropertyKey>): string =>
 export const decodeResolveParams = (input: unknown): Effect.Effect<ResolveParams, InvalidResolveParams> => {
   const fast = decodeCommon(input)
   if (fast !== undefined) return Effect.succeed(fast)
+  const wire = fromWire(input)
+  if (Either.isLeft(wire)) return Effect.fail(wire.left)
+  return decodeDecoded(wire.right)
+}
+
+const decodeDecoded = (input: unknown): Effect.Effect<ResolveParams, InvalidResolveParams> => {
   // Schema's error formatting prints the offending value recursively: a value nested thousands of levels deep
   // would overflow the stack (a defect instead of a typed error), so such values are refused first.
   const deep = tooDeepField(input, maxScanDepth)
@@ -83,15 +147,20 @@ const isDataProperty = (input: object, key: string): boolean => {
 }
 
 /**
- * The common call, `{ action, reason }` with valid values and nothing else, decoded without Schema (Schema's
- * decode and the depth pre-scan cost about 4 µs a call, bench/). It accepts only what `ResolveParams` accepts
- * without an issue (the same checks as its filters) and returns the same new object; everything else (`extra`,
- * any bad value, accessors) goes through Schema, which produces the errors.
+ * The common call, `{ action, reason }` (or `{ action, reason, extra: null }`, its strict wire form) with valid
+ * values and nothing else, decoded without Schema (Schema's decode and the depth pre-scan cost about 4 µs a call,
+ * bench/). It accepts only what `ResolveParams` accepts without an issue (the same checks as its filters) and
+ * returns the same new object; everything else (a non-null `extra`, any bad value, accessors) goes through Schema,
+ * which produces the errors.
  */
 const decodeCommon = (input: unknown): ResolveParams | undefined => {
   if (typeof input !== "object" || input === null) return undefined
   const keys = Reflect.ownKeys(input)
-  if (keys.length !== 2 || !isDataProperty(input, "action") || !isDataProperty(input, "reason")) return undefined
+  if (keys.length === 3) {
+    const extra = Object.getOwnPropertyDescriptor(input, "extra")
+    if (extra === undefined || !("value" in extra) || extra.value !== null) return undefined
+  } else if (keys.length !== 2) return undefined
+  if (!isDataProperty(input, "action") || !isDataProperty(input, "reason")) return undefined
   const { action, reason } = input as { readonly action: unknown; readonly reason: unknown }
   if (action !== "apply" && action !== "discard") return undefined
   if (
@@ -175,17 +244,43 @@ const description = [
   "Call it as soon as you have read the preview, before any other tool:",
   "- action \"apply\" commits exactly what the preview showed;",
   "- action \"discard\" drops it; nothing is changed.",
-  "Give a one-sentence reason (it is shown to the user). Only plan approvals read `extra`, for example",
-  "{ \"title\": \"my-plan\" }.",
+  "Give a one-sentence reason (it is shown to the user). Pass `extra` as null, except for a plan approval, which",
+  "reads a JSON object given as text, for example \"{\\\"title\\\": \\\"my-plan\\\"}\".",
   "If several previews are pending, each call resolves the most recent one.",
   "If applying fails, the preview stays pending: fix the cause and apply again, or discard it."
 ].join("\n")
 
-const parameters = JSONSchema.make(Schema.Struct(ResolveParams.fields))
+/**
+ * The model-facing JSON Schema of `resolve`: every property required, `extra` a JSON object as text or `null`, no
+ * other properties, and only keywords every provider's default mode accepts (OpenAI strict function calling,
+ * Anthropic `input_schema`; Gemini through `ProviderToolChoice.toGeminiSchema`). Bounds such as the reason's length
+ * are stated in the descriptions and enforced when decoding.
+ */
+const parameters: JSONSchema.JsonSchema7Root = {
+  type: "object",
+  properties: {
+    action: {
+      type: "string",
+      enum: ["apply", "discard"],
+      description: "\"apply\" to commit the pending action, \"discard\" to drop it."
+    },
+    reason: {
+      type: "string",
+      description: `One sentence saying why you apply or discard (at most ${limits.reasonMaxLength} characters).`
+    },
+    extra: {
+      anyOf: [{ type: "string" }, { type: "null" }],
+      description: `null, or a JSON object as text for the handler, such as ${extraExample} for a plan approval.`
+    }
+  },
+  required: ["action", "reason", "extra"],
+  additionalProperties: false
+}
 
 /**
  * The model-facing `resolve` tool: hidden (never selected by name; `toolsFor` appends it), with JSON Schema
- * parameters generated from `ResolveParams` and an `execute` that decodes untrusted input and runs `resolve`.
+ * parameters every provider accepts (see `decodeResolveParams` for the wire form of `extra`) and an `execute` that
+ * decodes untrusted input and runs `resolve`.
  *
  * @since 0.1.0
  * @category tools

@@ -39,6 +39,7 @@ const expand = (value: unknown): unknown => {
   if (value === null || typeof value !== "object") return value
   const v = value as Record<string, any>
   if ("$repeat" in v) return String(v.$repeat[0]).repeat(v.$repeat[1])
+  if ("$concat" in v) return v.$concat.map((part: unknown) => String(expand(part))).join("")
   if ("$deep" in v) return nest(v.$deep[0], v.$deep[1], (inner) => ({ a: inner }))
   if ("$deepArray" in v) return nest(v.$deepArray[0], v.$deepArray[1], (inner) => [inner])
   if ("$json" in v) return JSON.parse(v.$json)

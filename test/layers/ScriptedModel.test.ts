@@ -1,4 +1,4 @@
-import { Chat, LanguageModel, Tool, Toolkit } from "@effect/ai"
+import { type AiError, Chat, LanguageModel, Tool, Toolkit } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
 import { Chunk, Effect, Schema, Stream } from "effect"
@@ -73,4 +73,29 @@ describe("ScriptedModel", () => {
       deepStrictEqual(yield* run, ["a", 1])
       deepStrictEqual(yield* run, ["a", 1])
     }))
+
+  it.effect("records each tool's JSON Schema; httpError and isForced script a provider that refuses forcing", () =>
+    Effect.gen(function*() {
+      const refused = yield* Effect.flip(
+        LanguageModel.generateText({ prompt: "x", toolkit: EchoToolkit, toolChoice: { tool: "echo" } })
+      )
+      assert.strictEqual(refused._tag, "HttpResponseError")
+      const http = refused as AiError.HttpResponseError
+      assert.strictEqual(http.response.status, 400)
+      assert.include(http.body, "tool_choice")
+      const answered = yield* LanguageModel.generateText({ prompt: "y", toolkit: EchoToolkit })
+      assert.strictEqual(answered.text, "fine")
+      const requests = yield* ScriptedModel.requests
+      deepStrictEqual(requests.map(ScriptedModel.isForced), [true, false])
+      deepStrictEqual(requests[1]!.toolSchemas, { echo: Tool.getJsonSchema(Echo) })
+    }).pipe(Effect.provide([
+      ScriptedModel.layer((request) =>
+        ScriptedModel.isForced(request) ?
+          ScriptedModel.fail(
+            ScriptedModel.httpError(400, "{\"error\":{\"message\":\"tool_choice is not supported\"}}")
+          ) :
+          "fine"
+      ),
+      EchoHandlers
+    ])))
 })

@@ -26,6 +26,7 @@ import {
   ToolError,
   ToolResult
 } from "../../src/index.js"
+import { yieldToEventLoop } from "../support/eventLoop.js"
 import { QueueModel } from "./QueueModel.js"
 
 type PendingActionHandle = PendingAction.PendingActionHandle
@@ -419,8 +420,8 @@ const runSequence = async (cmds: Iterable<Cmd>) => {
 }
 
 describe("pending actions against the reference model", () => {
-  // The long budget runs in batches: one test that computes for minutes starves vitest's worker RPC, which then
-  // reports a timeout even though every sequence passed.
+  // The long budget runs in batches, and every sequence ends with a turn of the event loop: a run that only awaits
+  // promises would starve vitest's worker RPC, which then reports a timeout even though every sequence passed.
   for (let batch = 0; batch < batches; batch++) {
     it(
       `every staged action ends exactly once, over ${numRuns / batches} random sequences${
@@ -430,6 +431,7 @@ describe("pending actions against the reference model", () => {
         await fc.assert(
           fc.asyncProperty(fc.commands(commands, { maxCommands: 40, size: "max" }), async (cmds) => {
             await runSequence(cmds)
+            await yieldToEventLoop() // let vitest's worker answer its RPC (test/support/eventLoop.ts)
           }),
           { numRuns: numRuns / batches }
         )

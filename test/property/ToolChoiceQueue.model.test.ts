@@ -19,6 +19,7 @@ import {
   ToolError,
   ToolResult
 } from "../../src/index.js"
+import { yieldToEventLoop } from "../support/eventLoop.js"
 import { type ModelHooks, QueueModel } from "./QueueModel.js"
 
 const LONG = process.env.LONG !== undefined && process.env.LONG !== "" && process.env.LONG !== "0"
@@ -362,17 +363,18 @@ const replay = (cmds: ReadonlyArray<Cmd>) => {
 }
 
 describe("ToolChoiceQueue against the reference model", () => {
-  // The long budget runs in batches: one test that computes for minutes starves vitest's worker RPC, which then
-  // reports a timeout even though every sequence passed.
+  // The long budget runs in batches, and every sequence ends with a turn of the event loop: a test that computes
+  // for minutes without one starves vitest's worker RPC, which then reports a timeout although every sequence passed.
   for (let batch = 0; batch < batches; batch++) {
     it(
       `agrees on every observable over ${numRuns / batches} random sequences${
         batches > 1 ? ` (batch ${batch + 1} of ${batches})` : ""
       }`,
-      () => {
-        fc.assert(
-          fc.property(fc.commands(commands, { maxCommands: 50, size: "max" }), (cmds) => {
+      async () => {
+        await fc.assert(
+          fc.asyncProperty(fc.commands(commands, { maxCommands: 50, size: "max" }), async (cmds) => {
             fc.modelRun(setup, cmds)
+            await yieldToEventLoop() // let vitest's worker answer its RPC (test/support/eventLoop.ts)
           }),
           { numRuns: numRuns / batches }
         )

@@ -15,7 +15,13 @@ import {
   ToolResult
 } from "../../src/index.js"
 import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
-import { ResolveNotCalled, skippedResolveText, skippedText, TurnDriver } from "../../src/services/TurnDriver.js"
+import {
+  RequeueLimitExceeded,
+  ResolveNotCalled,
+  skippedResolveText,
+  skippedText,
+  TurnDriver
+} from "../../src/services/TurnDriver.js"
 import * as ProviderToolChoice from "../../src/tools/ProviderToolChoice.js"
 
 // The app's tools: `edit` stages a preview of a file write, `search` is a plain tool.
@@ -213,7 +219,7 @@ describe("TurnDriver", () => {
       )))
     }))
 
-  it.effect("requeues after model errors are bounded: the directive is dropped with a typed error", () =>
+  it.effect("requeues after model errors are bounded: the run stops with a typed error, the preview stays pending", () =>
     Effect.gen(function*() {
       const world = yield* makeWorld
       yield* Effect.gen(function*() {
@@ -224,12 +230,29 @@ describe("TurnDriver", () => {
         const second = yield* Effect.flip(driver.run("Again", { toolkit: AppTools }))
         assert.strictEqual(second._tag, "UnknownError")
         const third = yield* Effect.flip(driver.run("Again", { toolkit: AppTools }))
-        assert.strictEqual(third._tag, "RequeueLimitExceeded")
-        deepStrictEqual(yield* queue.inspect, [])
-        assert.strictEqual(yield* statusOf(world), "cleared")
-        assert.strictEqual((yield* driver.metrics).requeues.error, 2)
+        assert.instanceOf(third, RequeueLimitExceeded)
+        const limit = third as RequeueLimitExceeded
+        assert.strictEqual(limit.errors, 3)
+        assert.isTrue(limit.pending)
+        assert.include(limit.message, "still pending")
+        // Nothing staged is lost: only the app or a discard ends a preview.
+        deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        assert.strictEqual(yield* statusOf(world), "pending")
+        // Forcing less was tried once per level on the third run (each failed too): nothing was learned.
+        const requests = yield* ScriptedModel.requests
+        deepStrictEqual(requests.slice(1).map((r) => r.toolChoice), [
+          { tool: "resolve" },
+          { tool: "resolve" },
+          { tool: "resolve" },
+          { mode: "required", oneOf: ["resolve"] },
+          "auto"
+        ])
+        deepStrictEqual(yield* driver.capabilities, ResolveConfig.defaults.modelCapabilities)
+        const metrics = yield* driver.metrics
+        assert.strictEqual(metrics.requeues.error, 3)
+        deepStrictEqual(metrics.forcingDegraded, { required: 0, reminder: 0 })
       }).pipe(Effect.provide(session(
-        (request) => request.index === 0 ? editCall() : ScriptedModel.fail("tool_choice is not supported"),
+        (request) => request.index === 0 ? editCall() : ScriptedModel.fail("the service is unavailable"),
         world,
         { maxErrorRequeues: 2 }
       )))
@@ -263,6 +286,29 @@ describe("TurnDriver", () => {
         assert.strictEqual(yield* statusOf(world), "applied")
         const transcript = yield* driver.transcript
         assert.strictEqual(transcript[1]!.outcome, "aborted")
+      }).pipe(Effect.provide(session(script, world)))
+    }))
+
+  it.live("interrupting the run while it waits to retry requeues the preview (the wait is interruptible)", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      const failed = yield* Deferred.make<void>()
+      const script: ScriptedModel.Script = (request) =>
+        request.index === 0 ?
+          editCall() :
+          Effect.as(Deferred.succeed(failed, undefined), ScriptedModel.fail("overloaded"))
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const queue = yield* ToolChoiceQueue
+        const fiber = yield* Effect.fork(driver.run("Edit", { toolkit: AppTools, retry: Schedule.spaced("1 hour") }))
+        yield* Deferred.await(failed)
+        yield* Effect.sleep("20 millis")
+        const exit = yield* Fiber.interrupt(fiber).pipe(Effect.timeout("5 seconds"))
+        assert.isTrue(Exit.isInterrupted(exit))
+        deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        assert.isFalse(yield* queue.hasInFlight)
+        assert.strictEqual(yield* statusOf(world), "pending")
+        assert.strictEqual((yield* driver.metrics).requeues.aborted, 1)
       }).pipe(Effect.provide(session(script, world)))
     }))
 
@@ -608,5 +654,288 @@ describe("TurnDriver", () => {
         yield* driver.run("Hello", { toolkit: AppTools })
         deepStrictEqual((yield* ScriptedModel.requests)[0]!.toolChoice, "auto")
       }).pipe(Effect.provide(session([ScriptedModel.text("Hi.")], world)))
+    }))
+})
+
+describe("TurnDriver: malformed model output goes back to the model", () => {
+  it.effect("a call to an unknown tool gets a failure result naming the tools that exist; the run goes on", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const result = yield* driver.run("Look it up", { toolkit: AppTools })
+        const call = result.turns[0]!.toolCalls[0]!
+        assert.isTrue(call.isFailure)
+        deepStrictEqual(call.result, {
+          error: "UnknownTool",
+          message: "No tool named \"grep\". Available tools: edit, search, resolve."
+        })
+        assert.strictEqual(result.text, "Done.")
+        deepStrictEqual(yield* Ref.get(world.searches), ["greet"])
+        // The conversation carries the bad call and its result, so the model reads what went wrong.
+        const history = yield* driver.history
+        const tool = history.content.find((m) => m.role === "tool")!
+        assert.strictEqual((tool.content[0] as { name: string }).name, "grep")
+      }).pipe(Effect.provide(session(
+        [
+          ScriptedModel.toolCall("grep", { pattern: "greet" }),
+          ScriptedModel.toolCall("search", { q: "greet" }),
+          ScriptedModel.text("Done.")
+        ],
+        world
+      )))
+    }))
+
+  it.effect("arguments that fail the tool's schema get the decode error; the handler does not run", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const result = yield* driver.run("Search", { toolkit: AppTools })
+        const calls = result.turns[0]!.toolCalls
+        deepStrictEqual(calls.map((c) => [c.isFailure, (c.result as { error?: string }).error]), [
+          [true, "InvalidToolParams"],
+          [true, "InvalidToolParams"],
+          [false, undefined]
+        ])
+        const message = (calls[0]!.result as { message: string }).message
+        assert.include(message, "The arguments of \"search\" do not match its schema: q: ")
+        assert.include(message, "Expected string, actual 42")
+        assert.include((calls[1]!.result as { message: string }).message, "(root)")
+        deepStrictEqual(yield* Ref.get(world.searches), ["fine"])
+        // The tools were sent with their real JSON Schemas.
+        const [first] = yield* ScriptedModel.requests
+        deepStrictEqual(first!.toolSchemas.search, Tool.getJsonSchema(Search))
+        assert.strictEqual((yield* driver.metrics).requeues.error, 0)
+      }).pipe(Effect.provide(session(
+        [
+          ScriptedModel.respond(
+            ScriptedModel.toolCallPart("search", { q: 42 }),
+            ScriptedModel.toolCallPart("search", "greet"),
+            ScriptedModel.toolCallPart("search", { q: "fine" })
+          ),
+          ScriptedModel.text("Done.")
+        ],
+        world
+      )))
+    }))
+
+  it.effect("resolve arguments that are a string, null or an array come back as InvalidResolveParams", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const result = yield* driver.run("Edit", { toolkit: AppTools })
+        const bad = result.turns.slice(1, 4).map((t) => t.toolCalls[0]!)
+        deepStrictEqual(bad.map((c) => [c.isFailure, (c.result as { error: string }).error]), [
+          [true, "InvalidResolveParams"],
+          [true, "InvalidResolveParams"],
+          [true, "InvalidResolveParams"]
+        ])
+        assert.include((bad[0]!.result as { message: string }).message, "must be a JSON object")
+        assert.strictEqual(yield* statusOf(world), "applied")
+        deepStrictEqual(yield* Ref.get(world.files), { "a.ts": "hello" })
+      }).pipe(Effect.provide(session(
+        [
+          editCall(),
+          ScriptedModel.toolCall("resolve", "apply"),
+          ScriptedModel.toolCall("resolve", null),
+          ScriptedModel.toolCall("resolve", ["apply", "Looks right."]),
+          resolveCall("apply"),
+          ScriptedModel.text("Done.")
+        ],
+        world,
+        { maxForcedTurns: 5 }
+      )))
+    }))
+
+  it.effect("malformed output on forced turns never counts toward the requeue limit", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        yield* driver.run("Edit", { toolkit: AppTools })
+        const metrics = yield* driver.metrics
+        deepStrictEqual(metrics.requeues, { error: 0, aborted: 0, not_invoked: 2 })
+        assert.strictEqual(yield* statusOf(world), "applied")
+      }).pipe(Effect.provide(session(
+        [
+          editCall(),
+          ScriptedModel.toolCall("apply_patch", { diff: "..." }),
+          ScriptedModel.toolCall("edit", { file: 1 }),
+          resolveCall("apply"),
+          ScriptedModel.text("Done.")
+        ],
+        world,
+        { maxErrorRequeues: 0 }
+      )))
+    }))
+})
+
+const thinkingRefusal = ScriptedModel.httpError(
+  400,
+  JSON.stringify({
+    type: "error",
+    error: { type: "invalid_request_error", message: "Thinking may not be enabled when tool_choice forces tool use." }
+  })
+)
+
+describe("TurnDriver: a provider that refuses forcing degrades it and keeps the preview", () => {
+  it.effect("named → required → auto with the reminder; learned for the session, logged and counted", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      const script: ScriptedModel.Script = (request) =>
+        ScriptedModel.isForced(request) ?
+          ScriptedModel.fail(thinkingRefusal) :
+          [editCall(), resolveCall("apply"), "Done.", editCall("b.ts"), resolveCall("apply"), "Both done."][
+            request.index === 0 ? 0 : request.index - 2
+          ]!
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const result = yield* driver.run("Edit", { toolkit: AppTools })
+        assert.strictEqual(result.text, "Done.")
+        const requests = yield* ScriptedModel.requests
+        deepStrictEqual(requests.map((r) => r.toolChoice), [
+          "auto",
+          { tool: "resolve" },
+          { mode: "required", oneOf: ["resolve"] },
+          "auto",
+          "auto"
+        ])
+        // The reminder of the staging, then once more when forcing fell back to the reminder.
+        assert.strictEqual(countReminders(requests[3]!.userTexts), 2)
+        assert.strictEqual(yield* statusOf(world), "applied")
+        deepStrictEqual(yield* driver.capabilities, {
+          supportsNamedToolChoice: false,
+          supportsRequiredToolChoice: false,
+          supportsNoneToolChoice: true
+        })
+        const metrics = yield* driver.metrics
+        deepStrictEqual(metrics.forcingDegraded, { required: 1, reminder: 1 })
+        deepStrictEqual(metrics.requeues, { error: 0, aborted: 0, not_invoked: 0 })
+        // A later preview of the session starts from what was learned: no forced request, no refusal.
+        yield* driver.run("Edit b", { toolkit: AppTools })
+        const later = (yield* ScriptedModel.requests).slice(5)
+        deepStrictEqual(later.map((r) => r.toolChoice), ["auto", "auto", "auto"])
+        assert.strictEqual(yield* statusOf(world, 1), "applied")
+      }).pipe(Effect.provide(session(script, world)))
+    }))
+
+  it.effect("a provider that refuses only the named choice keeps forcing with required", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      const script: ScriptedModel.Script = (request) =>
+        typeof request.toolChoice === "object" && "tool" in request.toolChoice ?
+          ScriptedModel.fail(ScriptedModel.httpError(400, "{\"error\":{\"param\":\"tool_choice\"}}")) :
+          request.index === 0 ?
+          editCall() :
+          request.index === 2 ?
+          resolveCall("apply") :
+          "Done."
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        yield* driver.run("Edit", { toolkit: AppTools })
+        const requests = yield* ScriptedModel.requests
+        deepStrictEqual(requests.map((r) => r.toolChoice), [
+          "auto",
+          { tool: "resolve" },
+          { mode: "required", oneOf: ["resolve"] },
+          "auto"
+        ])
+        deepStrictEqual(requests[2]!.tools, ["resolve"])
+        assert.strictEqual(yield* statusOf(world), "applied")
+        deepStrictEqual((yield* driver.metrics).forcingDegraded, { required: 1, reminder: 0 })
+        assert.isTrue((yield* driver.capabilities).supportsRequiredToolChoice)
+      }).pipe(Effect.provide(session(script, world)))
+    }))
+
+  it.effect("unrecognised failures of forced requests: after the limit, forcing less is probed and learned", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      let answered = 0
+      const script: ScriptedModel.Script = (request) =>
+        ScriptedModel.isForced(request) ?
+          ScriptedModel.fail(ScriptedModel.httpError(500, "internal error")) :
+          [editCall(), resolveCall("apply"), "Done."][answered++]!
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const result = yield* driver.run("Edit", { toolkit: AppTools, retry: Schedule.recurs(5) })
+        assert.strictEqual(result.text, "Done.")
+        const requests = yield* ScriptedModel.requests
+        // maxErrorRequeues 3: four forced attempts (retries count), then one attempt per weaker level.
+        deepStrictEqual(requests.map((r) => r.toolChoice), [
+          "auto",
+          { tool: "resolve" },
+          { tool: "resolve" },
+          { tool: "resolve" },
+          { tool: "resolve" },
+          { mode: "required", oneOf: ["resolve"] },
+          "auto",
+          "auto"
+        ])
+        assert.strictEqual(yield* statusOf(world), "applied")
+        deepStrictEqual((yield* driver.metrics).forcingDegraded, { required: 0, reminder: 1 })
+        assert.isFalse((yield* driver.capabilities).supportsNamedToolChoice)
+      }).pipe(Effect.provide(session(script, world)))
+    }))
+
+  it.effect("retries count per HTTP attempt: a failing provider stops the run after maxErrorRequeues + 1", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const error = yield* Effect.flip(driver.run("Edit", { toolkit: AppTools, retry: Schedule.recurs(5) }))
+        assert.instanceOf(error, RequeueLimitExceeded)
+        assert.strictEqual((error as RequeueLimitExceeded).errors, 4)
+        const requests = yield* ScriptedModel.requests
+        assert.strictEqual(requests.filter((r) => ScriptedModel.isForced(r)).length, 5) // 4 named, 1 required probe
+        assert.strictEqual(requests.length, 7)
+        assert.strictEqual(yield* statusOf(world), "pending")
+        deepStrictEqual(yield* Effect.flatMap(ToolChoiceQueue, (q) => q.inspect), ["pending-action:edit"])
+      }).pipe(Effect.provide(session(
+        (request) => request.index === 0 ? editCall() : ScriptedModel.fail("the service is unavailable"),
+        world
+      )))
+    }))
+})
+
+describe("TurnDriver: reminders in a long session", () => {
+  // Each preview leaves its reminder in the history, verbatim: shortening an applied preview's reminder would change
+  // the history prefix a provider has cached (README, "Reminders in a long session"). This pins both facts on the
+  // 100-preview session the README measures.
+  it.effect("one reminder per preview stays in the history, and no request rewrites the prefix", () =>
+    Effect.gen(function*() {
+      const previews = 100
+      const world = yield* makeWorld
+      const script: ScriptedModel.Script = (request) => {
+        const k = Math.floor(request.index / 2)
+        return k >= previews ?
+          "Done." :
+          request.index % 2 === 0 ?
+          editCall(`src/file${k}.ts`, `value ${k}`) :
+          ScriptedModel.toolCall("resolve", { action: "apply", reason: "The diff matches.", extra: null })
+      }
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        yield* driver.run("Change every value.", { toolkit: AppTools, maxTurns: 2 * previews + 1 })
+        const requests = yield* ScriptedModel.requests
+        assert.strictEqual(requests.length, 2 * previews + 1)
+        const last = requests[requests.length - 1]!
+        const reminders = last.userTexts.filter((text) => text === SteeringMessage.resolveReminderText)
+        assert.strictEqual(reminders.length, previews)
+        assert.strictEqual(reminders.join("").length, previews * 114)
+        // Every request's prompt starts with the whole prompt of the request before it (the same messages; one
+        // that is another object must at least be equal).
+        let previous: ReadonlyArray<unknown> = []
+        for (const request of requests) {
+          const messages = request.prompt.content
+          assert.isAtLeast(messages.length, previous.length)
+          previous.forEach((message, i) => {
+            if (messages[i] !== message) assert.strictEqual(JSON.stringify(messages[i]), JSON.stringify(message))
+          })
+          previous = messages
+        }
+        assert.strictEqual((yield* driver.metrics).previews.applied, previews)
+      }).pipe(Effect.provide(session(script, world)))
     }))
 })

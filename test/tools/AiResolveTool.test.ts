@@ -10,11 +10,10 @@ const session = (script: ScriptedModel.Script) =>
   Layer.mergeAll(ScriptedModel.layer(script), AiResolveTool.layer, ResolveRuntime.layer)
 
 describe("AiResolveTool", () => {
-  it("the provider sees exactly ResolveTool's JSON Schema", () => {
-    const { $schema: _, ...expected } = ResolveTool.parameters
-    const sent = Tool.getJsonSchemaFromSchemaAst(AiResolveTool.ResolveAiTool.parametersSchema.ast)
-    deepStrictEqual(sent, expected)
-    deepStrictEqual((sent as { required?: unknown }).required, ["action", "reason"])
+  it("the provider sees exactly ResolveTool's JSON Schema: every property required, extra nullable text", () => {
+    const sent = Tool.getJsonSchema(AiResolveTool.ResolveAiTool as Tool.Any as any)
+    deepStrictEqual(sent, ResolveTool.parameters)
+    deepStrictEqual((sent as { required?: unknown }).required, ["action", "reason", "extra"])
   })
 
   it.effect("in a plain generateText turn, resolve applies the in-flight preview", () =>
@@ -48,4 +47,40 @@ describe("AiResolveTool", () => {
       assert.strictEqual((result.result as AiResolveTool.ResolveFailure).error, "InvalidResolveParams")
       assert.isTrue((result.result as AiResolveTool.ResolveFailure).message.includes("action"))
     }).pipe(Effect.provide(session([ScriptedModel.toolCall("resolve", { action: 42, reason: "x" })]))))
+
+  it.effect("arguments that are not an object (a string, null, an array) come back as InvalidResolveParams too", () =>
+    Effect.gen(function*() {
+      const response = yield* LanguageModel.generateText({
+        prompt: "resolve",
+        toolkit: AiResolveTool.ResolveToolkit
+      })
+      deepStrictEqual(
+        response.toolResults.map((result) => [result.isFailure, (result.result as AiResolveTool.ResolveFailure).error]),
+        [[true, "InvalidResolveParams"], [true, "InvalidResolveParams"], [true, "InvalidResolveParams"]]
+      )
+    }).pipe(Effect.provide(session([
+      ScriptedModel.respond(
+        ScriptedModel.toolCallPart("resolve", "apply"),
+        ScriptedModel.toolCallPart("resolve", null),
+        ScriptedModel.toolCallPart("resolve", [{ action: "apply", reason: "ok" }])
+      )
+    ]))))
+
+  it.effect("the strict wire form applies: extra as JSON text reaches the handler as an object, null as none", () =>
+    Effect.gen(function*() {
+      const queue = yield* ToolChoiceQueue
+      const seen: Array<unknown> = []
+      yield* queueResolveHandler({
+        label: "Plan: 1",
+        sourceToolName: "plan",
+        apply: (_reason, extra) => Effect.sync(() => (seen.push(extra), ToolResult.text("approved")))
+      })
+      yield* queue.nextToolChoice
+      const response = yield* LanguageModel.generateText({ prompt: "apply", toolkit: AiResolveTool.ResolveToolkit })
+      yield* queue.resolve
+      assert.isFalse(response.toolResults[0]!.isFailure)
+      deepStrictEqual(seen, [{ title: "my-plan" }])
+    }).pipe(Effect.provide(session([
+      ScriptedModel.toolCall("resolve", { action: "apply", reason: "ok", extra: "{\"title\": \"my-plan\"}" })
+    ]))))
 })

@@ -1,16 +1,16 @@
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
-import { Option } from "effect"
+import { Either, Option } from "effect"
 import { ToolChoice } from "../../src/index.js"
 import * as ProviderToolChoice from "../../src/tools/ProviderToolChoice.js"
 
 const resolve = ToolChoice.forceTool("resolve")
 
 describe("ProviderToolChoice", () => {
-  it("Anthropic Messages: auto, any, none and a named tool", () => {
+  it("Anthropic Messages: auto, any, a named tool, and none as no tools at all (what the real client sends)", () => {
     deepStrictEqual(ProviderToolChoice.toAnthropic("auto"), Option.some({ type: "auto" as const }))
     deepStrictEqual(ProviderToolChoice.toAnthropic("required"), Option.some({ type: "any" as const }))
-    deepStrictEqual(ProviderToolChoice.toAnthropic("none"), Option.some({ type: "none" as const }))
+    deepStrictEqual(ProviderToolChoice.toAnthropic("none"), Option.some({ type: "omit_tools" as const }))
     deepStrictEqual(
       ProviderToolChoice.toAnthropic(resolve),
       Option.some({ type: "tool" as const, name: "resolve" })
@@ -22,7 +22,7 @@ describe("ProviderToolChoice", () => {
     assert.isTrue(Option.isNone(ProviderToolChoice.toAnthropic(resolve, thinking)))
     assert.isTrue(Option.isNone(ProviderToolChoice.toAnthropic("required", thinking)))
     deepStrictEqual(ProviderToolChoice.toAnthropic("auto", thinking), Option.some({ type: "auto" as const }))
-    deepStrictEqual(ProviderToolChoice.toAnthropic("none", thinking), Option.some({ type: "none" as const }))
+    deepStrictEqual(ProviderToolChoice.toAnthropic("none", thinking), Option.some({ type: "omit_tools" as const }))
   })
 
   it("OpenAI Chat Completions: strings and { type: function, function: { name } }", () => {
@@ -93,5 +93,72 @@ describe("ProviderToolChoice", () => {
       assert.isTrue(Option.isNone(to("required", only)))
       assert.isTrue(Option.isNone(to(resolve, only)))
     }
+  })
+
+  describe("toGeminiSchema", () => {
+    it("turns nullable unions into nullable, inlines references, upper-cases types, drops what Gemini lacks", () => {
+      const schema = {
+        $schema: "http://json-schema.org/draft-07/schema#",
+        type: "object",
+        properties: {
+          mode: { const: "fast", description: "Only one." },
+          note: { anyOf: [{ type: "string", maxLength: 10 }, { type: "null" }], description: "Or null." },
+          count: { type: ["integer", "null"], minimum: 0 },
+          when: { type: "string", format: "date-time" },
+          id: { type: "string", format: "uuid" },
+          tags: { type: "array", items: { $ref: "#/$defs/Tag" }, maxItems: 3 }
+        },
+        required: ["mode", "note", "count", "when", "id", "tags"],
+        additionalProperties: false,
+        $defs: { Tag: { type: "object", properties: { name: { type: "string" } }, required: ["name"] } }
+      }
+      deepStrictEqual(
+        ProviderToolChoice.toGeminiSchema(schema),
+        Either.right<ProviderToolChoice.GeminiSchema>({
+          type: "OBJECT",
+          properties: {
+            mode: { type: "STRING", description: "Only one.", enum: ["fast"] },
+            note: { type: "STRING", description: "Or null.", maxLength: 10, nullable: true },
+            count: { type: "INTEGER", minimum: 0, nullable: true },
+            when: { type: "STRING", format: "date-time" },
+            id: { type: "STRING" },
+            tags: {
+              type: "ARRAY",
+              maxItems: 3,
+              items: { type: "OBJECT", properties: { name: { type: "STRING" } }, required: ["name"] }
+            }
+          },
+          required: ["mode", "note", "count", "when", "id", "tags"]
+        })
+      )
+    })
+
+    it("what Gemini cannot express fails with UnsupportedGeminiSchema naming where", () => {
+      const problemAt = (schema: object) =>
+        Either.match(ProviderToolChoice.toGeminiSchema(schema), {
+          onLeft: (error) => [error.path, error.problem] as const,
+          onRight: () => ["accepted", ""] as const
+        })
+      const object = (properties: object) => ({ type: "object", properties, required: [] })
+      deepStrictEqual(problemAt(object({ a: { anyOf: [{ type: "string" }, { type: "number" }] } }))[0], "a")
+      deepStrictEqual(problemAt(object({ a: { oneOf: [{ type: "string" }], type: "string" } }))[0], "a")
+      deepStrictEqual(problemAt(object({ a: { type: "integer", enum: [1, 2] } }))[0], "a")
+      deepStrictEqual(problemAt(object({ a: { type: "object", properties: {} } }))[0], "a")
+      deepStrictEqual(problemAt(object({ a: { type: "array", items: [{ type: "string" }] } }))[0], "a")
+      deepStrictEqual(problemAt({ type: "object", properties: {} })[0], "(root)")
+      const recursive = {
+        ...object({ node: { $ref: "#/$defs/Node" } }),
+        $defs: { Node: object({ next: { $ref: "#/$defs/Node" } }) }
+      }
+      deepStrictEqual(problemAt(recursive), [
+        "node.next",
+        "#/$defs/Node is recursive, and Gemini's schema has no references"
+      ])
+      assert.include(
+        Either.getLeft(ProviderToolChoice.toGeminiSchema(object({ a: { type: "null" } }))).pipe(Option.getOrThrow)
+          .message,
+        "cannot be sent to Gemini: at a,"
+      )
+    })
   })
 })

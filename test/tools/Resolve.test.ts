@@ -4,6 +4,7 @@ import { Cause, Deferred, Effect, Either, Fiber, Option, Ref } from "effect"
 import {
   ApplyFailed,
   decodeResolveParams,
+  extraTextMaxLength,
   InvalidResolveParams,
   NoPendingAction,
   nothingToDiscardText,
@@ -557,6 +558,57 @@ describe("resolve", () => {
           action: "discard",
           reason: "no"
         })
+      }))
+
+    it.effect("the strict wire form: extra as JSON text is parsed, null or absent is none, an object is kept", () =>
+      Effect.gen(function*() {
+        deepStrictEqual(
+          yield* decodeResolveParams({ action: "apply", reason: "ok", extra: " { \"title\": \"my-plan\" } " }),
+          { action: "apply", reason: "ok", extra: { title: "my-plan" } }
+        )
+        deepStrictEqual(yield* decodeResolveParams({ action: "apply", reason: "ok", extra: null }), {
+          action: "apply",
+          reason: "ok"
+        })
+        deepStrictEqual(yield* decodeResolveParams({ action: "apply", reason: "ok", extra: "{}" }), {
+          action: "apply",
+          reason: "ok",
+          extra: {}
+        })
+        deepStrictEqual(yield* decodeResolveParams({ action: "apply", reason: "ok", extra: { title: "t" } }), {
+          action: "apply",
+          reason: "ok",
+          extra: { title: "t" }
+        })
+        // What a strict provider sends for a plan approval, end to end: the handler reads an object.
+        const seen = yield* Ref.make<unknown>(undefined)
+        yield* stageAndServe({
+          ...edit,
+          apply: (_reason, extra) => Effect.as(Ref.set(seen, extra), ToolResult.text("approved"))
+        })
+        const result = yield* ResolveTool.execute(
+          JSON.parse("{\"action\":\"apply\",\"reason\":\"ok\",\"extra\":\"{\\\"title\\\":\\\"my-plan\\\"}\"}")
+        )
+        deepStrictEqual(yield* Ref.get(seen), { title: "my-plan" })
+        deepStrictEqual(result.details, {
+          action: "apply",
+          reason: "ok",
+          extra: { title: "my-plan" },
+          sourceToolName: edit.sourceToolName,
+          label: edit.label
+        })
+      }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+    it.effect("the wire form's extra text is refused with a typed error before it is parsed when too long", () =>
+      Effect.gen(function*() {
+        const long = `{"blob": "${"x".repeat(extraTextMaxLength)}"}`
+        const error = yield* Effect.flip(decodeResolveParams({ action: "apply", reason: "ok", extra: long }))
+        assert.strictEqual(error.field, "extra")
+        assert.include(error.problem, `at most ${extraTextMaxLength}`)
+        // The input is never modified.
+        const input = { action: "apply", reason: "ok", extra: "{\"a\": 1}" }
+        yield* decodeResolveParams(input)
+        assert.strictEqual(input.extra, "{\"a\": 1}")
       }))
   })
 

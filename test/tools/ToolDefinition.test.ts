@@ -40,15 +40,16 @@ describe("ResolveTool (§6)", () => {
     assert.match(ResolveTool.description, /most recent/)
   })
 
-  it("has JSON Schema parameters: required exactly [action, reason], no additional properties", () => {
+  it("has strict JSON Schema parameters: every property required, extra nullable text, nothing else", () => {
     const schema = ResolveTool.parameters as any
     assert.strictEqual(schema.type, "object")
-    deepStrictEqual(schema.required, ["action", "reason"])
+    deepStrictEqual(schema.required, ["action", "reason", "extra"])
     assert.isFalse(schema.additionalProperties)
     deepStrictEqual(Object.keys(schema.properties).sort(), ["action", "extra", "reason"])
     deepStrictEqual([...schema.properties.action.enum].sort(), ["apply", "discard"])
     assert.strictEqual(schema.properties.reason.type, "string")
-    assert.strictEqual(schema.properties.extra.type, "object")
+    deepStrictEqual(schema.properties.extra.anyOf, [{ type: "string" }, { type: "null" }])
+    assert.include(schema.properties.extra.description, "JSON object as text")
     // Plain JSON: what a provider receives.
     deepStrictEqual(JSON.parse(JSON.stringify(schema)), schema)
   })

@@ -24,7 +24,18 @@ export const invalidInputs: ReadonlyArray<InvalidInput> = [
   { name: "huge reason", input: { action: "apply", reason: "x".repeat(100_000) }, field: "reason", problem: /at most/ },
   { name: "extra a string", input: { action: "apply", reason: "ok", extra: "title" }, field: "extra" },
   { name: "extra an array", input: { action: "apply", reason: "ok", extra: ["a"] }, field: "extra", problem: /array/ },
-  { name: "extra null", input: { action: "apply", reason: "ok", extra: null }, field: "extra", problem: /null/ },
+  {
+    name: "extra text holding null",
+    input: { action: "apply", reason: "ok", extra: "null" },
+    field: "extra",
+    problem: /null/
+  },
+  {
+    name: "extra text not JSON",
+    input: { action: "apply", reason: "ok", extra: "{" },
+    field: "extra",
+    problem: /JSON/
+  },
   { name: "extra a number", input: { action: "apply", reason: "ok", extra: 3 }, field: "extra" },
   { name: "unknown top-level key", input: { action: "apply", reason: "ok", force: true }, field: "force" },
   {
