@@ -42,6 +42,7 @@ import * as Schema from "effect/Schema"
 import { ToolError } from "../domain/Errors.js"
 import { type Extra, forbiddenKeys } from "../domain/ResolveParams.js"
 import * as ToolResult from "../domain/ToolResult.js"
+import { messageOf, safeGet, safeInstanceOf, safely } from "../internal/render.js"
 import type { SteeringBus } from "../services/SteeringBus.js"
 import type { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
 import * as PendingAction from "./PendingAction.js"
@@ -102,23 +103,13 @@ export const toolError = (message: string): CustomToolError => new CustomToolErr
  * @category tool errors
  */
 export const isToolErrorLike = (thrown: unknown): thrown is ToolErrorLike =>
-  thrown instanceof ToolError ||
-  (typeof thrown === "object" && thrown !== null && (thrown as Record<string, unknown>)[toolErrorMarker] === true)
+  safeInstanceOf(thrown, ToolError) || safeGet(thrown, toolErrorMarker) === true
 
-const messageOf = (thrown: unknown): string => {
-  if (typeof thrown === "object" && thrown !== null && typeof (thrown as any).message === "string") {
-    return (thrown as any).message
-  }
-  if (typeof thrown === "string") return thrown
-  try {
-    return JSON.stringify(thrown) ?? String(thrown)
-  } catch {
-    return String(thrown)
-  }
-}
-
+// Any thrown value as a `ToolError`; never throws (see `messageOf`).
 const asToolError = (thrown: unknown, prefix = ""): ToolError =>
-  thrown instanceof ToolError ? thrown : new ToolError({ message: `${prefix}${messageOf(thrown)}` })
+  safeInstanceOf(thrown, ToolError) ?
+    thrown as ToolError :
+    new ToolError({ message: `${prefix}${messageOf(thrown)}` })
 
 // -----------------------------------------------------------------------------------------------------------------
 // results
@@ -134,15 +125,22 @@ export type CustomResult = ToolResult.ToolResult | string
 
 const isToolResult = Schema.is(ToolResult.ToolResult)
 
+// A callback's return value as a result; a value that is neither (or cannot even be read) is none.
 const normalize = (value: unknown): Option.Option<ToolResult.ToolResult> =>
   typeof value === "string" ?
     Option.some(ToolResult.text(value)) :
-    isToolResult(value) ?
-    Option.some(value) :
+    safely(() => isToolResult(value), false) ?
+    Option.some(value as ToolResult.ToolResult) :
     Option.none()
 
 const describeValue = (value: unknown): string =>
-  value === null ? "null" : Array.isArray(value) ? "an array" : typeof value === "object" ? "an object" : typeof value
+  value === null ?
+    "null" :
+    safely(() => Array.isArray(value), false) ?
+    "an array" :
+    typeof value === "object" ?
+    "an object" :
+    typeof value
 
 // -----------------------------------------------------------------------------------------------------------------
 // pushPendingAction
@@ -232,7 +230,10 @@ export const pushPendingAction = (
   action: CustomPendingAction
 ): Effect.Effect<PendingAction.PendingActionHandle, InvalidPendingAction, ToolChoiceQueue | SteeringBus> =>
   Effect.suspend(() => {
-    const invalid = validateAction(action)
+    const invalid = safely(
+      () => validateAction(action),
+      Option.some(new InvalidPendingAction({ field: "(root)", problem: "could not be read (a getter threw)" }))
+    )
     if (Option.isSome(invalid)) return Effect.fail(invalid.value)
     const label = action.label
     const apply = (reason: string, extra: Extra) => {

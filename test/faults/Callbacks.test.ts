@@ -148,7 +148,7 @@ describe("pending-action callbacks that fail or die", () => {
       })
     ))
 
-  it.effect("a reject callback that dies: the defect propagates, the action stays pending", () =>
+  it.effect("a reject callback that dies: a ToolError saying the discard failed, the action stays pending", () =>
     withSession(() =>
       Effect.gen(function*() {
         const queue = yield* ToolChoiceQueue
@@ -160,7 +160,12 @@ describe("pending-action callbacks that fail or die", () => {
         })
         yield* queue.nextToolChoice
         const exit = yield* Effect.exit(ResolveTool.execute({ action: "discard", reason: "no" }))
-        assert.isTrue(Exit.isFailure(exit) && Cause.isDie(exit.cause))
+        deepStrictEqual(
+          exit,
+          Exit.fail(
+            new ToolError({ message: "Discard failed: reject died. The pending action \"Edit\" is still pending." })
+          )
+        )
         assert.strictEqual(yield* handle.status, "pending")
         yield* queue.resolve
         yield* queue.nextToolChoice
@@ -174,7 +179,22 @@ describe("pending-action callbacks that fail or die", () => {
       ["a string", Effect.fail("disk full"), "disk full"],
       ["an object without message", Effect.fail({ code: 28 }), "{\"code\":28}"],
       ["a defect", Effect.die(new RangeError("out of range")), "out of range"],
-      ["an empty Error", Effect.fail(new Error("")), "{}"]
+      ["an empty Error", Effect.fail(new Error("")), "Error"],
+      [
+        "a null-prototype object holding a bigint",
+        Effect.fail(Object.assign(Object.create(null), { n: 1n })),
+        "{\"n\":1n}"
+      ],
+      [
+        "an object whose message getter throws",
+        Effect.fail({
+          get message(): string {
+            throw new Error("no message for you")
+          }
+        }),
+        "{\"message\":[unreadable]}"
+      ],
+      ["a symbol", Effect.die(Symbol("gone")), "Symbol(gone)"]
     ] as const
   ) {
     it.effect(`apply failing with ${name} becomes ApplyFailed with a message; the action stays pending`, () =>

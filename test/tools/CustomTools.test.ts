@@ -143,6 +143,55 @@ describe("pushPendingAction", () => {
       assert.strictEqual(third.message, "lock held")
     }).pipe(Effect.provide(ResolveRuntime.layer)))
 
+  it.effect("values that cannot be turned into text still give typed errors (issue 11 §1)", () =>
+    Effect.gen(function*() {
+      const nullProto = Object.assign(Object.create(null), { n: 1n })
+      const getter = {
+        get message(): string {
+          throw new Error("no message")
+        }
+      }
+      const handle = yield* CustomTools.pushPendingAction({
+        label: "A: hostile",
+        apply: () => Promise.reject(nullProto),
+        reject: () => {
+          throw getter
+        }
+      })
+      const applied = failureOf(yield* turn({ action: "apply", reason: "go" }))
+      assert.strictEqual(applied._tag, "ApplyFailed")
+      assert.strictEqual(applied.message, "Apply failed: {\"n\":1n}")
+      const discarded = failureOf(yield* turn({ action: "discard", reason: "no" }))
+      assert.strictEqual(discarded._tag, "ToolError")
+      assert.strictEqual(discarded.message, "{\"message\":[unreadable]}")
+      assert.strictEqual(yield* handle.status, "pending")
+
+      const [tool] = yield* CustomTools.registerCustomTools([{
+        name: "hostile",
+        description: "Throws a value without a prototype.",
+        parameters: { type: "object", properties: {}, additionalProperties: false },
+        execute: () => {
+          throw nullProto
+        }
+      }])
+      const error = failureOf(yield* Effect.exit(tool!.execute({})))
+      assert.strictEqual(error._tag, "ToolError")
+      assert.strictEqual(error.message, "hostile failed: {\"n\":1n}")
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("an action whose fields cannot be read fails with InvalidPendingAction", () =>
+    Effect.gen(function*() {
+      const action = {
+        get label(): string {
+          throw new Error("no label")
+        },
+        apply: () => "x"
+      }
+      const error = failureOf(yield* Effect.exit(CustomTools.pushPendingAction(action)))
+      assert.instanceOf(error, CustomTools.InvalidPendingAction)
+      assert.strictEqual(error.field, "(root)")
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
   it.effect("a malformed action fails with InvalidPendingAction and stages nothing", () =>
     Effect.gen(function*() {
       const cases: Array<[any, string]> = [
