@@ -39,7 +39,10 @@ import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
  *
  * `apply` may fail with anything: a `ToolError` reaches the model unchanged, anything else (and any defect) becomes
  * `ApplyFailed`; either way the action stays pending. Wrap the part after which the action counts as applied (a
- * file write) in `commit`. `reject` returns `Option.none()` for the default text `Discarded: <label>. Reason: ...`.
+ * file write) in `commit`. `reject` returns `Option.none()` for the default text `Discarded: <label>. Reason: ...`;
+ * its `ToolError` reaches the model unchanged, and anything else it fails or dies with becomes a `ToolError`
+ * ("Discard failed: ..."), the action still pending. Whatever the value (a null-prototype object, a throwing getter,
+ * a Proxy), its message is rendered without throwing, and the action is never left `resolving`.
  *
  * @since 0.1.0
  * @category models
