@@ -91,6 +91,8 @@ interface Case {
   readonly source: "effect" | "promise"
   readonly via: Via
   readonly interruptAt: number | undefined
+  /** For a Promise callback: `abortable` (interruption aborts it) or not (apply is the commit). */
+  readonly abortable: boolean
 }
 
 /**
@@ -108,14 +110,16 @@ const cases: fc.Arbitrary<Case> = fc.oneof(
     action: fc.constantFrom("apply" as const, "discard" as const),
     source: fc.constant("effect" as const),
     via: fc.constantFrom<Via>(...effectVias),
-    interruptAt: fc.option(fc.integer({ min: 1, max: 120 }), { nil: undefined })
+    interruptAt: fc.option(fc.integer({ min: 1, max: 120 }), { nil: undefined }),
+    abortable: fc.constant(false)
   }),
   fc.record({
     recipe,
     action: fc.constantFrom("apply" as const, "discard" as const),
     source: fc.constant("promise" as const),
     via: fc.constantFrom<Via>(...promiseVias),
-    interruptAt: fc.option(fc.integer({ min: 1, max: 120 }), { nil: undefined })
+    interruptAt: fc.option(fc.integer({ min: 1, max: 120 }), { nil: undefined }),
+    abortable: fc.boolean()
   })
 ).filter((c) => !crashesEffectRunLoop(c))
 
@@ -136,7 +140,8 @@ const runCase = (c: Case) =>
       yield* CustomTools.pushPendingAction({
         label: "Hostile: 1 action",
         apply: () => failing ? failingPromise(c.via, value) : "applied",
-        reject: () => failing ? failingPromise(c.via, value) : undefined
+        reject: () => failing ? failingPromise(c.via, value) : undefined,
+        abortable: c.abortable
       })
     yield* queue.nextToolChoice
     const call = ResolveTool.execute({ action: c.action, reason: "go" })
