@@ -1,7 +1,7 @@
 import { NodeContext } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
-import { Effect, Exit, Layer, Option, Ref, Scope } from "effect"
+import { Cause, Effect, Exit, Layer, Option, Ref, Scope } from "effect"
 import { execFileSync } from "node:child_process"
 import * as NFS from "node:fs/promises"
 import * as OS from "node:os"
@@ -205,6 +205,20 @@ describe("PlanApproval", () => {
         yield* plan.write(`# Big\n${"x".repeat(94)}`) // exactly 100 bytes
         successOf(yield* resolveCall({ action: "apply", reason: "Shorter now." }))
         assert.isFalse(yield* mode.active)
+      })
+    ))
+
+  it.live("a maxPlanBytes that is not a positive integer is a defect at enter (a programming error)", () =>
+    session((plan) =>
+      Effect.gen(function*() {
+        for (const maxPlanBytes of [0, -1, 1.5, Number.NaN]) {
+          const exit = yield* Effect.exit(
+            PlanApproval.enter({ planFilePath: plan.path, approve: PlanApproval.autoApprove, maxPlanBytes })
+          )
+          assert.isTrue(Exit.isFailure(exit) && Cause.isDie(exit.cause), String(maxPlanBytes))
+        }
+        const standing = yield* StandingResolveHandler
+        assert.isTrue(Option.isNone(yield* standing.peek), "no handler installed")
       })
     ))
 
