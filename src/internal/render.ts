@@ -199,3 +199,18 @@ export const messageOf = (failure: unknown, maxLength: number = defaultMaxLength
   if (safeInstanceOf(failure, Error)) return capText(stringProperty(failure, "name") ?? "Error", maxLength)
   return renderUnknown(failure, maxLength)
 }
+
+/**
+ * An `Error` standing in for a failure value that effect's own `Cause.pretty` cannot print (it JSON-stringifies
+ * values and follows `cause` chains without guards, so a bigint inside, a Proxy or a throwing getter make it throw,
+ * and with it `Effect.runPromise`'s rejection). Its message is the rendered value; the original value stays
+ * reachable under the non-enumerable `original` property, out of the way of printers and serializers.
+ */
+export class UnprintableFailure extends Error {
+  declare readonly original: unknown
+  constructor(original: unknown, message: string) {
+    super(message)
+    this.name = "UnprintableFailure"
+    Object.defineProperty(this, "original", { value: original, enumerable: false })
+  }
+}

@@ -29,7 +29,7 @@ import type { Extra, ResolveDetails, ResolveError, ResolveInvocation } from "../
 import { resolveReminder } from "../domain/SteeringMessage.js"
 import { forceTool } from "../domain/ToolChoice.js"
 import * as ToolResult from "../domain/ToolResult.js"
-import { messageOf, safeInstanceOf, safely } from "../internal/render.js"
+import { messageOf, safeInstanceOf, safely, UnprintableFailure } from "../internal/render.js"
 import { ResolveConfig } from "../services/ResolveConfig.js"
 import { SteeringBus } from "../services/SteeringBus.js"
 import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
@@ -53,6 +53,16 @@ export interface PendingActionSpec<E = never, R = never> {
   readonly apply: (reason: string, extra: Extra) => Effect.Effect<ToolResult.ToolResult, E, R>
   readonly reject?: (reason: string, extra: Extra) => Effect.Effect<Option.Option<ToolResult.ToolResult>, ToolError, R>
 }
+
+/**
+ * What `ApplyFailed.cause` holds instead of the original failure value when effect's own `Cause.pretty` cannot print
+ * that value (a bigint inside, a Proxy, a throwing getter): an `Error` whose message is the rendered value, with the
+ * original under its non-enumerable `original` property.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export { UnprintableFailure } from "../internal/render.js"
 
 /**
  * Where a staged action is in its life: `pending` until a `resolve` call claims it (`resolving`), then `applied` or
@@ -150,15 +160,24 @@ const toApplyFailure = (spec: { readonly label: string; readonly sourceToolName:
   const failure = Cause.failureOption(cause)
   if (Option.isSome(failure) && safeInstanceOf(failure.value, ToolError)) return Effect.fail(failure.value as ToolError)
   const original = Option.isSome(failure) ? failure.value : safely(() => Cause.squash(cause), undefined)
+  const detail = messageOf(original)
   return Effect.fail(
     new ApplyFailed({
       label: spec.label,
       sourceToolName: spec.sourceToolName,
-      detail: messageOf(original),
-      cause: original
+      detail,
+      cause: printable(original) ? original : new UnprintableFailure(original, detail)
     })
   )
 }
+
+// Whether effect's `Cause.pretty` can print an error holding `value` as its cause: `ApplyFailed` must stay printable
+// (by loggers, by `Effect.runPromise`'s rejection), and `Cause.pretty` follows a `cause` unguarded.
+const printable = (value: unknown): boolean =>
+  safely(() => {
+    Cause.pretty(Cause.die(value))
+    return true
+  }, false)
 
 // Whatever `reject` failed or died with, as the resolve error: a `ToolError` unchanged, anything else (a failure
 // its type did not announce, a defect) a `ToolError` saying the discard failed. Never throws.

@@ -8,6 +8,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Fiber, Layer, Logger, Option, Ref, Stream } from "effect"
 import { deepStrictEqual } from "node:assert/strict"
 import {
+  ApplyFailed,
+  PendingAction,
   queueResolveHandler,
   ResolveRuntime,
   ResolveTool,
@@ -17,6 +19,7 @@ import {
   ToolError,
   ToolResult
 } from "../../src/index.js"
+import { failureOf } from "../support/exits.js"
 
 /** A session whose logger records every error message. */
 const session = Effect.gen(function*() {
@@ -214,6 +217,29 @@ describe("pending-action callbacks that fail or die", () => {
         })
       ))
   }
+
+  it.effect("a failure value effect cannot print is kept behind an UnprintableFailure, so the error stays printable", () =>
+    withSession(() =>
+      Effect.gen(function*() {
+        const queue = yield* ToolChoiceQueue
+        const value = Object.assign(Object.create(null), { n: 1n })
+        yield* queueResolveHandler({ label: "X", sourceToolName: "x", apply: () => Effect.fail(value) })
+        yield* queue.nextToolChoice
+        const exit = yield* Effect.exit(ResolveTool.execute({ action: "apply", reason: "go" }))
+        const error = failureOf(exit)
+        assert.instanceOf(error, ApplyFailed)
+        if (!(error instanceof ApplyFailed)) return
+        assert.instanceOf(error.cause, PendingAction.UnprintableFailure)
+        assert.strictEqual((error.cause as PendingAction.UnprintableFailure).original, value)
+        assert.strictEqual((error.cause as Error).message, "{\"n\":1n}")
+        // effect's own printer (and so a rejected Effect.runPromise) works on it.
+        assert.include(Cause.pretty(Exit.isFailure(exit) ? exit.cause : Cause.empty), "Apply failed: {\"n\":1n}")
+        const rejected = yield* Effect.promise(() =>
+          Effect.runPromise(Effect.fail(error)).then(() => undefined, (thrown: unknown) => thrown)
+        )
+        assert.include(String(rejected), "Apply failed")
+      })
+    ))
 
   it.effect("a circular failure value still gives ApplyFailed with a message", () =>
     withSession(() =>

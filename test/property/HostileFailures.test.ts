@@ -79,7 +79,9 @@ const assertTypedFailure = (exit: Exit.Exit<ToolResult.ToolResult, unknown>, int
   const message = (error as ApplyFailed | ToolError).message
   assert.isString(message)
   assert.isAtMost(message.length, maxMessage)
-  // What the model and the terminal read is made without throwing either.
+  // effect itself can print the failure (loggers, `Effect.runPromise`'s rejection), and so can the model's and the
+  // terminal's renderings.
+  assert.isString(Cause.pretty(exit.cause))
   const failureText = AiResolveTool.toFailure(error)
   assert.isString(failureText.message)
   Renderer.renderResolve({ action: "apply", reason: "go" }, exit, { width: 80, color: false })
