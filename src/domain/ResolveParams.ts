@@ -5,7 +5,7 @@
  */
 import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
-import { loneSurrogate } from "../internal/untrusted.js"
+import { loneSurrogate, utf8Length } from "../internal/untrusted.js"
 import type { ApplyFailed, NoPendingAction, ToolError } from "./Errors.js"
 import type { ToolResult } from "./ToolResult.js"
 
@@ -28,7 +28,7 @@ export const limits = {
   reasonMaxLength: 4_000,
   /** Deepest nesting of objects and arrays inside `extra`. */
   extraMaxDepth: 8,
-  /** Largest `extra`, as JSON text. */
+  /** Largest `extra`: the UTF-8 bytes of its JSON text. */
   extraMaxBytes: 16_384
 } as const
 
@@ -66,8 +66,9 @@ export const Extra = Schema.Record({ key: ExtraKey, value: Schema.Unknown }).pip
   Schema.filter((extra) => {
     const problem = jsonShape(extra, 0)
     if (problem !== undefined) return problem
-    const size = JSON.stringify(extra).length
-    return size <= limits.extraMaxBytes || `is ${size} characters of JSON; at most ${limits.extraMaxBytes} are allowed`
+    const size = utf8Length(JSON.stringify(extra))
+    return size <= limits.extraMaxBytes ||
+      `is ${size} bytes as JSON (UTF-8); at most ${limits.extraMaxBytes} bytes (16 KiB) are allowed`
   }),
   Schema.annotations({
     description: "Optional metadata for the handler, such as { \"title\": \"my-plan\" } for a plan approval.",

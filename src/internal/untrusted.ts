@@ -8,6 +8,27 @@
 /** A lone UTF-16 surrogate: a string holding one cannot be encoded as UTF-8. */
 export const loneSurrogate = /\p{Surrogate}/u
 
+/**
+ * The length of `text` in UTF-8 bytes, without encoding it: 1 byte below U+0080, 2 below U+0800, 4 for a surrogate
+ * pair, 3 otherwise (a lone surrogate counts 3, as the U+FFFD it would be encoded as).
+ */
+export const utf8Length = (text: string): number => {
+  let bytes = text.length
+  for (let i = 0; i < text.length; i++) {
+    const code = text.charCodeAt(i)
+    if (code < 0x80) continue
+    if (code < 0x800) bytes += 1
+    else if (code >= 0xD800 && code <= 0xDBFF && i + 1 < text.length) {
+      const next = text.charCodeAt(i + 1)
+      if (next >= 0xDC00 && next <= 0xDFFF) {
+        bytes += 2 // 4 bytes for 2 code units
+        i++
+      } else bytes += 2
+    } else bytes += 2
+  }
+  return bytes
+}
+
 /** The value at `path` inside `input`, or `undefined`. */
 export const valueAt = (input: unknown, path: ReadonlyArray<PropertyKey>): unknown =>
   path.reduce<unknown>(

@@ -26,6 +26,7 @@ import type * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { ToolResult } from "../domain/ToolResult.js"
 import { permissiveParameters } from "../internal/permissive.js"
+import { capText, messageOf, stringProperty } from "../internal/render.js"
 import { StandingResolveHandler } from "../services/StandingResolveHandler.js"
 import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
 import { ResolveTool } from "./Resolve.js"
@@ -54,17 +55,15 @@ export const ResolveFailure = Schema.Struct({ error: Schema.String, message: Sch
 export type ResolveFailure = typeof ResolveFailure.Type
 
 /**
- * Turns any failure into what the model reads.
+ * Turns any failure into what the model reads: its `_tag` (when a string, else `"Error"`) and its message (see
+ * `messageOf` in `internal/render`: never throws, whatever the value; at most 2 000 characters).
  *
  * @since 0.1.0
  * @category constructors
  */
 export const toFailure = (error: unknown): ResolveFailure => {
-  const tag = typeof error === "object" && error !== null && "_tag" in error ? String(error._tag) : "Error"
-  const message = typeof error === "object" && error !== null && "message" in error ?
-    String(error.message) :
-    String(error)
-  return { error: tag, message }
+  const tag = stringProperty(error, "_tag")
+  return { error: tag === undefined ? "Error" : capText(tag, 200), message: messageOf(error) }
 }
 
 /**

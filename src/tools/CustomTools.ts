@@ -34,6 +34,7 @@
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import type * as JSONSchema from "effect/JSONSchema"
 import * as Option from "effect/Option"
@@ -42,6 +43,8 @@ import * as Schema from "effect/Schema"
 import { ToolError } from "../domain/Errors.js"
 import { type Extra, forbiddenKeys } from "../domain/ResolveParams.js"
 import * as ToolResult from "../domain/ToolResult.js"
+import { messageOf, safeGet, safeInstanceOf, safely } from "../internal/render.js"
+import { type StrictSchema, toStrict } from "../internal/strictSchema.js"
 import type { SteeringBus } from "../services/SteeringBus.js"
 import type { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
 import * as PendingAction from "./PendingAction.js"
@@ -102,23 +105,13 @@ export const toolError = (message: string): CustomToolError => new CustomToolErr
  * @category tool errors
  */
 export const isToolErrorLike = (thrown: unknown): thrown is ToolErrorLike =>
-  thrown instanceof ToolError ||
-  (typeof thrown === "object" && thrown !== null && (thrown as Record<string, unknown>)[toolErrorMarker] === true)
+  safeInstanceOf(thrown, ToolError) || safeGet(thrown, toolErrorMarker) === true
 
-const messageOf = (thrown: unknown): string => {
-  if (typeof thrown === "object" && thrown !== null && typeof (thrown as any).message === "string") {
-    return (thrown as any).message
-  }
-  if (typeof thrown === "string") return thrown
-  try {
-    return JSON.stringify(thrown) ?? String(thrown)
-  } catch {
-    return String(thrown)
-  }
-}
-
+// Any thrown value as a `ToolError`; never throws (see `messageOf`).
 const asToolError = (thrown: unknown, prefix = ""): ToolError =>
-  thrown instanceof ToolError ? thrown : new ToolError({ message: `${prefix}${messageOf(thrown)}` })
+  safeInstanceOf(thrown, ToolError) ?
+    thrown as ToolError :
+    new ToolError({ message: `${prefix}${messageOf(thrown)}` })
 
 // -----------------------------------------------------------------------------------------------------------------
 // results
@@ -134,15 +127,22 @@ export type CustomResult = ToolResult.ToolResult | string
 
 const isToolResult = Schema.is(ToolResult.ToolResult)
 
+// A callback's return value as a result; a value that is neither (or cannot even be read) is none.
 const normalize = (value: unknown): Option.Option<ToolResult.ToolResult> =>
   typeof value === "string" ?
     Option.some(ToolResult.text(value)) :
-    isToolResult(value) ?
-    Option.some(value) :
+    safely(() => isToolResult(value), false) ?
+    Option.some(value as ToolResult.ToolResult) :
     Option.none()
 
 const describeValue = (value: unknown): string =>
-  value === null ? "null" : Array.isArray(value) ? "an array" : typeof value === "object" ? "an object" : typeof value
+  value === null ?
+    "null" :
+    safely(() => Array.isArray(value), false) ?
+    "an array" :
+    typeof value === "object" ?
+    "an object" :
+    typeof value
 
 // -----------------------------------------------------------------------------------------------------------------
 // pushPendingAction
@@ -232,7 +232,10 @@ export const pushPendingAction = (
   action: CustomPendingAction
 ): Effect.Effect<PendingAction.PendingActionHandle, InvalidPendingAction, ToolChoiceQueue | SteeringBus> =>
   Effect.suspend(() => {
-    const invalid = validateAction(action)
+    const invalid = safely(
+      () => validateAction(action),
+      Option.some(new InvalidPendingAction({ field: "(root)", problem: "could not be read (a getter threw)" }))
+    )
     if (Option.isSome(invalid)) return Effect.fail(invalid.value)
     const label = action.label
     const apply = (reason: string, extra: Extra) => {
@@ -321,7 +324,9 @@ export interface CustomTool<Params = any> {
 }
 
 /**
- * A custom tool definition is malformed or clashes with another one.
+ * A custom tool definition is malformed, clashes with another one, or has a parameter schema that cannot be made
+ * strict. `index` is the entry's position in the list given to `registerCustomTools`; `tool` its name when it has a
+ * string one, else `#<index>`.
  *
  * @since 0.1.0
  * @category errors
@@ -329,6 +334,7 @@ export interface CustomTool<Params = any> {
 export class InvalidCustomTool
   extends Schema.TaggedError<InvalidCustomTool>("effect-resolve/InvalidCustomTool")("InvalidCustomTool", {
     tool: Schema.String,
+    index: Schema.Number,
     problem: Schema.String
   })
 {
@@ -336,7 +342,7 @@ export class InvalidCustomTool
    * @since 0.1.0
    */
   override get message(): string {
-    return `Invalid custom tool "${this.tool}": ${this.problem}.`
+    return `Invalid custom tool "${this.tool}" (entry ${this.index}): ${this.problem}.`
   }
 }
 
@@ -391,16 +397,29 @@ const typeMatches = (type: unknown, value: unknown): boolean => {
   }
 }
 
+const typesOf = (schema: unknown): ReadonlyArray<unknown> | undefined => {
+  const type = safeGet(schema, "type")
+  if (type !== undefined) return Array.isArray(type) ? type : [type]
+  const anyOf = safeGet(schema, "anyOf")
+  if (!Array.isArray(anyOf)) return undefined
+  const branches = anyOf.map(typesOf)
+  return branches.some((types) => types === undefined) ? undefined : branches.flatMap((types) => types!)
+}
+
+// The shallow check of a call's input against the schema sent to the model: an object, no unknown key when
+// `additionalProperties` is false, the required keys (except `optional` ones: a formerly optional property may be
+// left out instead of sent as null), the declared primitive types (through `anyOf` branches too).
 const checkParams = (
-  tool: CustomTool,
+  name: string,
+  schema: Record<string, unknown>,
+  optional: ReadonlySet<string>,
   input: unknown
 ): Option.Option<InvalidCustomToolParams> => {
   const bad = (field: string, problem: string) =>
-    Option.some(new InvalidCustomToolParams({ tool: tool.name, field, problem }))
+    Option.some(new InvalidCustomToolParams({ tool: name, field, problem }))
   if (typeof input !== "object" || input === null || Array.isArray(input)) {
     return bad("(root)", "must be a JSON object")
   }
-  const schema = tool.parameters
   const properties = (typeof schema.properties === "object" && schema.properties !== null ?
     schema.properties :
     {}) as Record<string, Record<string, unknown>>
@@ -411,14 +430,12 @@ const checkParams = (
   }
   const required = Array.isArray(schema.required) ? schema.required : []
   for (const key of required) {
-    if (typeof key === "string" && !Object.hasOwn(record, key)) return bad(key, "is required")
+    if (typeof key === "string" && !Object.hasOwn(record, key) && !optional.has(key)) return bad(key, "is required")
   }
   for (const [key, value] of Object.entries(record)) {
-    const type = properties[key]?.type
-    if (
-      type !== undefined && !(Array.isArray(type) ? type.some((t) => typeMatches(t, value)) : typeMatches(type, value))
-    ) {
-      return bad(key, `must be of type ${Array.isArray(type) ? type.join(" | ") : String(type)}`)
+    const types = Object.hasOwn(properties, key) ? typesOf(properties[key]) : undefined
+    if (types !== undefined && !types.some((t) => typeMatches(t, value))) {
+      return bad(key, `must be of type ${types.map(String).join(" | ")}`)
     }
   }
   return Option.none()
@@ -438,27 +455,37 @@ const runPromise = <A, E, R>(runtime: Runtime.Runtime<R>, effect: Effect.Effect<
   })
 
 /**
- * Adapts one custom tool (without validating its definition; `registerCustomTools` does). `execute` checks the
- * model's input shallowly against the JSON Schema, runs the tool with `api` bound to the current session, and maps
- * a thrown marker to its `ToolError` and any other throw to `ToolError("<name> failed: <message>")`.
+ * Adapts one custom tool (without validating its definition; `registerCustomTools` does). The parameter schema is
+ * converted to the strict form (`toStrict`: every object closed, every property required, an optional one nullable)
+ * when it can be; otherwise it is sent as given (`registerCustomTools` refuses such a tool instead). `execute` checks
+ * the model's input shallowly against the schema sent, turns the `null` of a formerly optional property back into
+ * an absent one, runs the tool with `api` bound to the current session, and maps a thrown marker to its `ToolError`
+ * and any other throw to `ToolError("<name> failed: <message>")`.
  *
  * @since 0.1.0
  * @category adapters
  */
-export const fromCustomTool = (tool: CustomTool): CustomToolDefinition => ({
+export const fromCustomTool = (tool: CustomTool): CustomToolDefinition =>
+  Either.match(toStrict(tool.parameters), {
+    onLeft: () => adapt(tool, { schema: tool.parameters, optional: new Set(), decode: (input) => input }),
+    onRight: (strict) => adapt(tool, strict)
+  })
+
+const adapt = (tool: CustomTool, strict: StrictSchema): CustomToolDefinition => ({
   name: tool.name,
   label: tool.label ?? tool.name,
   description: tool.description,
-  parameters: tool.parameters as unknown as JSONSchema.JsonSchema7Root,
+  parameters: strict.schema as unknown as JSONSchema.JsonSchema7Root,
   execute: (input: unknown) =>
     Effect.gen(function*() {
-      const invalid = checkParams(tool, input)
+      const invalid = checkParams(tool.name, strict.schema, strict.optional, input)
       if (Option.isSome(invalid)) return yield* invalid.value
+      const params = strict.decode(input)
       const runtime = yield* Effect.runtime<ToolChoiceQueue | SteeringBus>()
       const value = yield* Effect.tryPromise({
         try: (signal) =>
           Promise.resolve().then(() =>
-            tool.execute(input, {
+            tool.execute(params, {
               signal,
               pushPendingAction: (action) => runPromise(runtime, pushPendingAction(action)).then(toInfo(runtime))
             })
@@ -480,8 +507,11 @@ export const fromCustomTool = (tool: CustomTool): CustomToolDefinition => ({
 const namePattern = /^[A-Za-z0-9_-]{1,64}$/
 
 /**
- * Validates and adapts custom tools: names match `[A-Za-z0-9_-]{1,64}`, are unique and are not `resolve`; each has
- * a description, an `execute` function and an object JSON Schema. The first problem fails with `InvalidCustomTool`.
+ * Validates and adapts custom tools: each entry is an object whose name is a string matching `[A-Za-z0-9_-]{1,64}`,
+ * unique and not `resolve`, with a description, an `execute` function and an object JSON Schema that can be made
+ * strict (see `fromCustomTool`; a free-form object, `additionalProperties` true or a schema, `$ref`, `oneOf`,
+ * `minLength` and other keywords strict function calling refuses are reported with what to change). The first
+ * problem fails with `InvalidCustomTool` naming the entry; nothing is registered.
  *
  * @since 0.1.0
  * @category adapters
@@ -492,21 +522,53 @@ export const registerCustomTools = (
   Effect.suspend(() => {
     const seen = new Set<string>()
     const adapted: Array<CustomToolDefinition> = []
+    let index = 0
     for (const tool of tools) {
-      const name = typeof tool?.name === "string" ? tool.name : String(tool?.name)
-      const bad = (problem: string) => Effect.fail(new InvalidCustomTool({ tool: name, problem }))
-      if (!namePattern.test(name)) return bad("the name must match [A-Za-z0-9_-]{1,64}")
-      if (name === "resolve") return bad("the name resolve is reserved for the resolve tool")
-      if (seen.has(name)) return bad("another custom tool has the same name")
-      if (typeof tool.description !== "string" || tool.description.trim() === "") {
-        return bad("the description must be a non-empty string")
-      }
-      if (typeof tool.execute !== "function") return bad("execute must be a function")
-      if (typeof tool.parameters !== "object" || tool.parameters === null || tool.parameters.type !== "object") {
-        return bad("parameters must be a JSON Schema object with type \"object\"")
-      }
-      seen.add(name)
-      adapted.push(fromCustomTool(tool))
+      const checked = safely(
+        () => checkDefinition(tool, index, seen),
+        Either.left(new InvalidCustomTool({ tool: `#${index}`, index, problem: "cannot be read (a getter threw)" }))
+      )
+      if (Either.isLeft(checked)) return Effect.fail(checked.left)
+      seen.add(tool.name)
+      adapted.push(adapt(tool, checked.right))
+      index++
     }
     return Effect.succeed(adapted)
   })
+
+// A value's kind with an article, for registration messages: "null", "undefined", "an array", "a number", ...
+const aValue = (value: unknown): string => {
+  const kind = describeValue(value)
+  return kind === "null" || kind === "undefined" || kind.startsWith("an ") ?
+    kind :
+    /^[aeiou]/.test(kind) ?
+    `an ${kind}` :
+    `a ${kind}`
+}
+
+const checkDefinition = (
+  tool: CustomTool,
+  index: number,
+  seen: ReadonlySet<string>
+): Either.Either<StrictSchema, InvalidCustomTool> => {
+  const named = typeof tool === "object" && tool !== null && typeof tool.name === "string"
+  const bad = (problem: string) =>
+    Either.left(new InvalidCustomTool({ tool: named ? tool.name : `#${index}`, index, problem }))
+  if (typeof tool !== "object" || tool === null || Array.isArray(tool)) {
+    return bad(`the entry is ${aValue(tool)}; each entry must be a custom tool object`)
+  }
+  if (typeof tool.name !== "string") return bad(`the name must be a string, not ${aValue(tool.name)}`)
+  if (!namePattern.test(tool.name)) return bad("the name must match [A-Za-z0-9_-]{1,64}")
+  if (tool.name === "resolve") return bad("the name resolve is reserved for the resolve tool")
+  if (seen.has(tool.name)) return bad("another custom tool has the same name")
+  if (typeof tool.description !== "string" || tool.description.trim() === "") {
+    return bad("the description must be a non-empty string")
+  }
+  if (typeof tool.execute !== "function") return bad("execute must be a function")
+  return Either.mapLeft(toStrict(tool.parameters), ({ path, problem }) =>
+    new InvalidCustomTool({
+      tool: tool.name,
+      index,
+      problem: path === "parameters" ? `parameters ${problem}` : `${path} ${problem}`
+    }))
+}

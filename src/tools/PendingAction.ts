@@ -24,12 +24,12 @@ import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
 import * as Option from "effect/Option"
-import * as Predicate from "effect/Predicate"
 import { ApplyFailed, NoPendingAction, ToolError } from "../domain/Errors.js"
 import type { Extra, ResolveDetails, ResolveError, ResolveInvocation } from "../domain/ResolveParams.js"
 import { resolveReminder } from "../domain/SteeringMessage.js"
 import { forceTool } from "../domain/ToolChoice.js"
 import * as ToolResult from "../domain/ToolResult.js"
+import { messageOf, safeInstanceOf, safely, UnprintableFailure } from "../internal/render.js"
 import { ResolveConfig } from "../services/ResolveConfig.js"
 import { SteeringBus } from "../services/SteeringBus.js"
 import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
@@ -39,7 +39,10 @@ import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
  *
  * `apply` may fail with anything: a `ToolError` reaches the model unchanged, anything else (and any defect) becomes
  * `ApplyFailed`; either way the action stays pending. Wrap the part after which the action counts as applied (a
- * file write) in `commit`. `reject` returns `Option.none()` for the default text `Discarded: <label>. Reason: ...`.
+ * file write) in `commit`. `reject` returns `Option.none()` for the default text `Discarded: <label>. Reason: ...`;
+ * its `ToolError` reaches the model unchanged, and anything else it fails or dies with becomes a `ToolError`
+ * ("Discard failed: ..."), the action still pending. Whatever the value (a null-prototype object, a throwing getter,
+ * a Proxy), its message is rendered without throwing, and the action is never left `resolving`.
  *
  * @since 0.1.0
  * @category models
@@ -50,6 +53,16 @@ export interface PendingActionSpec<E = never, R = never> {
   readonly apply: (reason: string, extra: Extra) => Effect.Effect<ToolResult.ToolResult, E, R>
   readonly reject?: (reason: string, extra: Extra) => Effect.Effect<Option.Option<ToolResult.ToolResult>, ToolError, R>
 }
+
+/**
+ * What `ApplyFailed.cause` holds instead of the original failure value when effect's own `Cause.pretty` cannot print
+ * that value (a bigint inside, a Proxy, a throwing getter): an `Error` whose message is the rendered value, with the
+ * original under its non-enumerable `original` property.
+ *
+ * @since 0.1.0
+ * @category errors
+ */
+export { UnprintableFailure } from "../internal/render.js"
 
 /**
  * Where a staged action is in its life: `pending` until a `resolve` call claims it (`resolving`), then `applied` or
@@ -136,32 +149,49 @@ export const commit = <A, E, R>(self: Effect.Effect<A, E, R>): Effect.Effect<A, 
     })
   )
 
-const messageOf = (error: unknown): string => {
-  if (Predicate.hasProperty(error, "message") && typeof error.message === "string" && error.message !== "") {
-    return error.message
-  }
-  if (typeof error === "string" && error !== "") return error
-  try {
-    return JSON.stringify(error) ?? String(error)
-  } catch {
-    return String(error)
-  }
-}
-
+// Whatever `apply` failed or died with, as the resolve error. Never throws, whatever the value's shape (a Proxy, a
+// throwing getter, a null-prototype object, a bigint): the lifecycle is settled before this runs, and a throw here
+// would leave the caller with an untyped defect.
 const toApplyFailure = (spec: { readonly label: string; readonly sourceToolName: string }) =>
 (
   cause: Cause.Cause<unknown>
 ): Effect.Effect<never, ToolError | ApplyFailed> => {
   if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
   const failure = Cause.failureOption(cause)
-  if (Option.isSome(failure) && failure.value instanceof ToolError) return Effect.fail(failure.value)
-  const original = Option.isSome(failure) ? failure.value : Cause.squash(cause)
+  if (Option.isSome(failure) && safeInstanceOf(failure.value, ToolError)) return Effect.fail(failure.value as ToolError)
+  const original = Option.isSome(failure) ? failure.value : safely(() => Cause.squash(cause), undefined)
+  const detail = messageOf(original)
   return Effect.fail(
     new ApplyFailed({
       label: spec.label,
       sourceToolName: spec.sourceToolName,
-      detail: messageOf(original),
-      cause: original
+      detail,
+      cause: printable(original) ? original : new UnprintableFailure(original, detail)
+    })
+  )
+}
+
+// Whether effect's `Cause.pretty` can print an error holding `value` as its cause: `ApplyFailed` must stay printable
+// (by loggers, by `Effect.runPromise`'s rejection), and `Cause.pretty` follows a `cause` unguarded.
+const printable = (value: unknown): boolean =>
+  safely(() => {
+    Cause.pretty(Cause.die(value))
+    return true
+  }, false)
+
+// Whatever `reject` failed or died with, as the resolve error: a `ToolError` unchanged, anything else (a failure
+// its type did not announce, a defect) a `ToolError` saying the discard failed. Never throws.
+const toRejectFailure = (spec: { readonly label: string }) =>
+(
+  cause: Cause.Cause<unknown>
+): Effect.Effect<never, ToolError> => {
+  if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
+  const failure = Cause.failureOption(cause)
+  if (Option.isSome(failure) && safeInstanceOf(failure.value, ToolError)) return Effect.fail(failure.value as ToolError)
+  const original = Option.isSome(failure) ? failure.value : safely(() => Cause.squash(cause), undefined)
+  return Effect.fail(
+    new ToolError({
+      message: `Discard failed: ${messageOf(original)}. The pending action "${spec.label}" is still pending.`
     })
   )
 }
@@ -216,12 +246,13 @@ export const runResolveInvocation = <E, R>(
     })
   )
 
-// Calls a producer callback; a throw becomes a defect, as inside `Effect.suspend`.
+// Calls a producer callback; a throw becomes a defect, as inside `Effect.suspend`. `Cause.die`, not `Effect.die`:
+// `Effect.die` inspects an object defect (to attach the span) and throws itself on a revoked Proxy.
 const call = <A, E, R>(f: () => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> => {
   try {
     return f()
   } catch (defect) {
-    return Effect.die(defect)
+    return Effect.failCause(Cause.die(defect))
   }
 }
 
@@ -259,8 +290,19 @@ const failedWith = (
   spec: { readonly label: string; readonly sourceToolName: string },
   invocation: ResolveInvocation,
   cause: Cause.Cause<unknown>
-): Effect.Effect<never, ToolError | ApplyFailed> =>
-  invocation.action === "apply" ? toApplyFailure(spec)(cause) : Effect.failCause(cause as Cause.Cause<ToolError>)
+): Effect.Effect<never, ToolError | ApplyFailed> => {
+  try {
+    return invocation.action === "apply" ? toApplyFailure(spec)(cause) : toRejectFailure(spec)(cause)
+  } catch {
+    // Unreachable by design (the mappings guard every read); kept so that no failure value can turn the mapping
+    // itself into a defect.
+    return Effect.fail(
+      invocation.action === "apply" ?
+        new ApplyFailed({ label: spec.label, sourceToolName: spec.sourceToolName, detail: "[unreadable]", cause }) :
+        new ToolError({ message: `Discard failed. The pending action "${spec.label}" is still pending.` })
+    )
+  }
+}
 
 /**
  * A staged action's state. Mutable and closure-local to one staging, read and changed only inside synchronous
@@ -327,43 +369,63 @@ const invokeStaged = <E, R>(
     Effect.withFiberRuntime<ToolResult.ToolResult, ResolveError>((fiber) => {
       if (lifecycle.status !== "pending") return Effect.fail(alreadyResolved(spec.label, lifecycle.status))
       lifecycle.status = "resolving"
-      const marker: CommitMarker = { committed: false }
-      const owned = ownSlot(fiber)
-      const slot: CommitSlot = owned ?? { owner: fiber.id().id, current: undefined }
-      const previous = slot.current
-      slot.current = marker
-      const run = attempt(spec, invocation)
-      // Providing the staging context merges it into the caller's (about 3.5 µs, bench/); the usual caller (the
-      // same fiber or runtime stages and resolves) already runs with that very context.
-      const provided: Attempt = fiber.getFiberRef(FiberRef.currentContext) === context ?
-        run as Attempt :
-        Effect.provide(run, context)
-      // The first call in a fiber installs the fiber's slot: the only FiberRef write.
-      const body = owned === undefined
-        ? Effect.zipRight(FiberRef.set(commitSlot, slot), restore(provided))
-        : restore(provided)
-      return Effect.matchCauseEffect(body, {
-        onSuccess: (value) => {
-          slot.current = previous
-          lifecycle.status = invocation.action === "apply" ? "applied" : "discarded"
-          return Effect.succeed(settled(spec, invocation, value))
-        },
-        onFailure: (cause): Effect.Effect<never, ResolveError> => {
-          slot.current = previous
-          const failed = failedWith(spec, invocation, cause)
-          if (marker.committed) {
-            lifecycle.status = invocation.action === "apply" ? "applied" : "discarded"
-            return failed
-          }
-          lifecycle.status = lifecycle.dropped ? "cleared" : "pending"
-          // Not when the queue dropped the action meanwhile: a reminder would point at nothing.
-          if (lifecycle.status !== "pending" || Cause.isInterruptedOnly(cause)) return failed
-          // Still pending: remind the model; the in-flight directive is requeued when the turn ends.
-          return Effect.zipRight(bus.steer(resolveReminder(spec.sourceToolName)), failed)
-        }
-      })
+      try {
+        return runClaimed(spec, context, bus, lifecycle, invocation, restore, fiber)
+      } catch (defect) {
+        // Unreachable by design (the callbacks are called through `call`); the claim is undone whatever happens.
+        lifecycle.status = lifecycle.dropped ? "cleared" : "pending"
+        return failedWith(spec, invocation, Cause.die(defect))
+      }
     })
   )
+
+const runClaimed = <E, R>(
+  spec: PendingActionSpec<E, R>,
+  context: Context.Context<R>,
+  bus: SteeringBus.Service,
+  lifecycle: Lifecycle,
+  invocation: ResolveInvocation,
+  restore: <A, E1, R1>(effect: Effect.Effect<A, E1, R1>) => Effect.Effect<A, E1, R1>,
+  fiber: Fiber.RuntimeFiber<unknown, unknown>
+): Effect.Effect<ToolResult.ToolResult, ResolveError> => {
+  const marker: CommitMarker = { committed: false }
+  const owned = ownSlot(fiber)
+  const slot: CommitSlot = owned ?? { owner: fiber.id().id, current: undefined }
+  const previous = slot.current
+  slot.current = marker
+  const run = attempt(spec, invocation)
+  // Providing the staging context merges it into the caller's (about 3.5 µs, bench/); the usual caller (the
+  // same fiber or runtime stages and resolves) already runs with that very context.
+  const provided: Attempt = fiber.getFiberRef(FiberRef.currentContext) === context ?
+    run as Attempt :
+    Effect.provide(run, context)
+  // The first call in a fiber installs the fiber's slot: the only FiberRef write.
+  const body = owned === undefined
+    ? Effect.zipRight(FiberRef.set(commitSlot, slot), restore(provided))
+    : restore(provided)
+  return Effect.matchCauseEffect(body, {
+    onSuccess: (value) => {
+      slot.current = previous
+      lifecycle.status = invocation.action === "apply" ? "applied" : "discarded"
+      return Effect.succeed(settled(spec, invocation, value))
+    },
+    onFailure: (cause): Effect.Effect<never, ResolveError> => {
+      slot.current = previous
+      // Settle the status first: nothing below may leave the action `resolving`.
+      lifecycle.status = marker.committed ?
+        (invocation.action === "apply" ? "applied" : "discarded") :
+        lifecycle.dropped ?
+        "cleared" :
+        "pending"
+      const failed = failedWith(spec, invocation, cause)
+      if (marker.committed) return failed
+      // Not when the queue dropped the action meanwhile: a reminder would point at nothing.
+      if (lifecycle.status !== "pending" || Cause.isInterruptedOnly(cause)) return failed
+      // Still pending: remind the model; the in-flight directive is requeued when the turn ends.
+      return Effect.zipRight(bus.steer(resolveReminder(spec.sourceToolName)), failed)
+    }
+  })
+}
 
 const stage = <E, R>(
   spec: PendingActionSpec<E, R>,

@@ -39,9 +39,18 @@ import * as PendingAction from "./PendingAction.js"
 // -----------------------------------------------------------------------------------------------------------------
 
 /**
+ * The longest title slug, in characters: a longer one is cut (and loses a trailing `-`).
+ *
+ * @since 0.1.0
+ * @category titles
+ */
+export const maxSlugLength = 100
+
+/**
  * Normalizes a title candidate to a safe slug, or `none` when it is rejected: trim; reject anything containing `/`,
  * `\`, or `..`; drop a trailing `.md`; whitespace to `-`; keep only `[A-Za-z0-9_-]`; collapse runs of `-`; trim `-`
- * at both ends; reject an empty result.
+ * at both ends; cut to `maxSlugLength` characters (no trailing `-` after the cut); reject an empty result. Linear in
+ * the candidate's length.
  *
  * @since 0.1.0
  * @category titles
@@ -54,19 +63,47 @@ export const slug = (candidate: string): Option.Option<string> => {
     .replace(/[^A-Za-z0-9_-]/g, "")
     .replace(/-{2,}/g, "-")
     .replace(/^-+|-+$/g, "")
-  return normalized === "" ? Option.none() : Option.some(normalized)
+  // Only ASCII is left, so any index is a character boundary.
+  const capped = normalized.length > maxSlugLength ? normalized.slice(0, maxSlugLength).replace(/-$/, "") : normalized
+  return capped === "" ? Option.none() : Option.some(capped)
+}
+
+const isBlank = (text: string, at: number): boolean => {
+  const code = text.charCodeAt(at)
+  return code === 0x20 || code === 0x09
+}
+
+// A line break other than LF, which the heading text may not hold.
+const otherLineBreak = /[\r\u2028\u2029]/
+
+// The text of a level-1 ATX heading on text[start, end) without its line break, or undefined: `#`, one or more
+// spaces or tabs, then the text without trailing spaces and tabs (and one trailing CR). Constant work per character.
+const headingOn = (text: string, start: number, end: number): string | undefined => {
+  if (text.charCodeAt(start) !== 0x23 /* # */) return undefined
+  let last = end > start && text.charCodeAt(end - 1) === 0x0D ? end - 1 : end
+  let first = start + 1
+  if (first >= last || !isBlank(text, first)) return undefined
+  while (first < last && isBlank(text, first)) first++
+  while (last > first && isBlank(text, last - 1)) last--
+  if (first === last) return undefined
+  const heading = text.slice(first, last)
+  return otherLineBreak.test(heading) ? undefined : heading
 }
 
 /**
- * The first level-1 ATX heading (`# Title`) of a Markdown text, without its marker.
+ * The first level-1 ATX heading (`# Title`) of a Markdown text, without its marker and trailing blanks; a heading
+ * with no text is skipped. One pass over the text (linear in its length, whatever its lines hold).
  *
  * @since 0.1.0
  * @category titles
  */
 export const firstHeading = (markdown: string): Option.Option<string> => {
-  for (const line of markdown.split("\n")) {
-    const match = /^#[ \t]+(.+?)[ \t]*$/.exec(line.replace(/\r$/, ""))
-    if (match !== null) return Option.some(match[1]!)
+  for (let start = 0; start <= markdown.length;) {
+    const newline = markdown.indexOf("\n", start)
+    const end = newline === -1 ? markdown.length : newline
+    const heading = headingOn(markdown, start, end)
+    if (heading !== undefined) return Option.some(heading)
+    start = end + 1
   }
   return Option.none()
 }
@@ -90,6 +127,9 @@ export const planTitle = (source: {
     Option.getOrElse(() => "plan")
   )
 }
+
+// Strict: malformed UTF-8 is an error, not U+FFFD. A leading BOM is dropped.
+const utf8 = new TextDecoder("utf-8", { fatal: true })
 
 // -----------------------------------------------------------------------------------------------------------------
 // decisions
@@ -196,7 +236,20 @@ export interface PlanApprovalOptions<E, R> {
   readonly planFilePath: string
   /** Decides on a submitted plan. A failure is an apply failure: the mode stays. */
   readonly approve: (submission: PlanSubmission) => Effect.Effect<PlanDecision, E, R>
+  /**
+   * The largest plan file accepted, in bytes (a positive integer; default `defaultMaxPlanBytes`, 1 MiB). A larger
+   * plan is refused with a `ToolError` asking the model to shorten it; the mode stays.
+   */
+  readonly maxPlanBytes?: number
 }
+
+/**
+ * The default `maxPlanBytes`: 1 MiB.
+ *
+ * @since 0.1.0
+ * @category constants
+ */
+export const defaultMaxPlanBytes = 1_048_576
 
 /**
  * The `sourceToolName` of plan approvals.
@@ -227,6 +280,12 @@ export const enter: <E, R>(
     const exited = yield* Deferred.make<PlanModeExit>()
     yield* Scope.addFinalizer(modeScope, Deferred.succeed(exited, { _tag: "Left" }))
 
+    const maxPlanBytes = options.maxPlanBytes ?? defaultMaxPlanBytes
+    if (!Number.isSafeInteger(maxPlanBytes) || maxPlanBytes <= 0) {
+      return yield* Effect.dieMessage(
+        `PlanApproval.enter: maxPlanBytes must be a positive integer, got ${maxPlanBytes}`
+      )
+    }
     const planFilePath = path.resolve(options.planFilePath)
     const fileName = path.basename(planFilePath)
     const end = (exit: PlanModeExit) =>
@@ -238,22 +297,51 @@ export const enter: <E, R>(
           `resolve with action "apply" again. You are still in plan mode.`
       })
 
+    const stillInPlanMode = `then call resolve with action "apply" again. You are still in plan mode.`
+    const tooLarge = (bytes: number | bigint) =>
+      new ToolError({
+        message: `The plan ${planFilePath} is ${bytes} bytes; at most ${maxPlanBytes} bytes are accepted. Shorten ` +
+          `the plan (keep the steps and decisions, leave out detail that belongs in the code), ${stillInPlanMode}`
+      })
+
+    // The plan as text: a regular file (a FIFO or a device would block or never end), within the size cap (checked
+    // before reading, and again on what was read in case it grew), valid UTF-8 (never approved with U+FFFD).
+    const readPlan: Effect.Effect<string, ToolError> = Effect.gen(function*() {
+      const info = yield* fs.stat(planFilePath)
+      if (info.type !== "File") {
+        return yield* new ToolError({
+          message: `No plan to approve: ${planFilePath} is not a regular file (${info.type}). Write the plan to ` +
+            `that file, ${stillInPlanMode}`
+        })
+      }
+      if (info.size > BigInt(maxPlanBytes)) return yield* tooLarge(info.size)
+      const bytes = yield* fs.readFile(planFilePath)
+      if (bytes.length > maxPlanBytes) return yield* tooLarge(bytes.length)
+      return yield* Effect.try({
+        try: () => utf8.decode(bytes),
+        catch: () =>
+          new ToolError({
+            message: `The plan ${planFilePath} is not valid UTF-8 text. Rewrite it as UTF-8 text, ${stillInPlanMode}`
+          })
+      })
+    }).pipe(
+      Effect.catchIf(
+        (error) => error._tag === "SystemError" && error.reason === "NotFound",
+        () => Effect.fail(writeFirst("does not exist"))
+      ),
+      Effect.mapError((error) =>
+        error instanceof ToolError ?
+          error :
+          new ToolError({ message: `Cannot read the plan ${planFilePath}: ${error.message}` })
+      )
+    )
+
     const spec: PendingAction.PendingActionSpec<E | ToolError, R> = {
       label: `Plan: ${fileName}`,
       sourceToolName,
       apply: (reason, extra) =>
         Effect.gen(function*() {
-          const content = yield* fs.readFileString(planFilePath).pipe(
-            Effect.catchIf(
-              (error) => error._tag === "SystemError" && error.reason === "NotFound",
-              () => Effect.fail(writeFirst("does not exist"))
-            ),
-            Effect.mapError((error) =>
-              error instanceof ToolError ?
-                error :
-                new ToolError({ message: `Cannot read the plan ${planFilePath}: ${error.message}` })
-            )
-          )
+          const content = yield* readPlan
           if (content.trim() === "") return yield* writeFirst("is empty")
           const title = planTitle({ extra, content, fileName })
           const details: PlanDetails = { planFilePath, title, planExists: true }

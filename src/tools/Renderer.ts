@@ -31,6 +31,7 @@ import { styleText } from "node:util"
 import measure from "string-width"
 import wrapAnsi from "wrap-ansi"
 import type { ToolResult } from "../domain/ToolResult.js"
+import { messageOf, safely, stringProperty } from "../internal/render.js"
 
 // -----------------------------------------------------------------------------------------------------------------
 // width
@@ -180,18 +181,19 @@ interface Classified {
 const classify = (call: ResolveCallLike, outcome: ResolveOutcome): Classified => {
   const callReason = Option.fromNullable(call.reason).pipe(Option.filter((r) => r.trim() !== ""))
   if (Exit.isExit(outcome) && Exit.isFailure(outcome)) {
+    // The error may be any value (a defect, a failure of a foreign type): every read of it is guarded.
     const failure = Cause.failureOption(outcome.cause)
     const error = Option.isSome(failure) ?
       failure.value :
       Cause.isInterruptedOnly(outcome.cause) ?
       { message: "Interrupted; the pending action is unchanged." } :
-      Cause.squash(outcome.cause)
+      safely(() => Cause.squash(outcome.cause), undefined)
     return {
       status: "Failed",
-      label: stringField(error, "label"),
-      source: stringField(error, "sourceToolName"),
+      label: Option.fromNullable(stringProperty(error, "label")),
+      source: Option.fromNullable(stringProperty(error, "sourceToolName")),
       reason: callReason,
-      detail: Option.some(stringField(error, "message").pipe(Option.getOrElse(() => String(error))))
+      detail: Option.some(messageOf(error))
     }
   }
   const result = Exit.isExit(outcome) ? (outcome as Exit.Success<ToolResult, unknown>).value : outcome

@@ -8,6 +8,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, Fiber, Layer, Logger, Option, Ref, Stream } from "effect"
 import { deepStrictEqual } from "node:assert/strict"
 import {
+  ApplyFailed,
+  PendingAction,
   queueResolveHandler,
   ResolveRuntime,
   ResolveTool,
@@ -17,6 +19,7 @@ import {
   ToolError,
   ToolResult
 } from "../../src/index.js"
+import { failureOf } from "../support/exits.js"
 
 /** A session whose logger records every error message. */
 const session = Effect.gen(function*() {
@@ -148,7 +151,7 @@ describe("pending-action callbacks that fail or die", () => {
       })
     ))
 
-  it.effect("a reject callback that dies: the defect propagates, the action stays pending", () =>
+  it.effect("a reject callback that dies: a ToolError saying the discard failed, the action stays pending", () =>
     withSession(() =>
       Effect.gen(function*() {
         const queue = yield* ToolChoiceQueue
@@ -160,7 +163,12 @@ describe("pending-action callbacks that fail or die", () => {
         })
         yield* queue.nextToolChoice
         const exit = yield* Effect.exit(ResolveTool.execute({ action: "discard", reason: "no" }))
-        assert.isTrue(Exit.isFailure(exit) && Cause.isDie(exit.cause))
+        deepStrictEqual(
+          exit,
+          Exit.fail(
+            new ToolError({ message: "Discard failed: reject died. The pending action \"Edit\" is still pending." })
+          )
+        )
         assert.strictEqual(yield* handle.status, "pending")
         yield* queue.resolve
         yield* queue.nextToolChoice
@@ -174,7 +182,22 @@ describe("pending-action callbacks that fail or die", () => {
       ["a string", Effect.fail("disk full"), "disk full"],
       ["an object without message", Effect.fail({ code: 28 }), "{\"code\":28}"],
       ["a defect", Effect.die(new RangeError("out of range")), "out of range"],
-      ["an empty Error", Effect.fail(new Error("")), "{}"]
+      ["an empty Error", Effect.fail(new Error("")), "Error"],
+      [
+        "a null-prototype object holding a bigint",
+        Effect.fail(Object.assign(Object.create(null), { n: 1n })),
+        "{\"n\":1n}"
+      ],
+      [
+        "an object whose message getter throws",
+        Effect.fail({
+          get message(): string {
+            throw new Error("no message for you")
+          }
+        }),
+        "{\"message\":[unreadable]}"
+      ],
+      ["a symbol", Effect.die(Symbol("gone")), "Symbol(gone)"]
     ] as const
   ) {
     it.effect(`apply failing with ${name} becomes ApplyFailed with a message; the action stays pending`, () =>
@@ -194,6 +217,29 @@ describe("pending-action callbacks that fail or die", () => {
         })
       ))
   }
+
+  it.effect("a failure value effect cannot print is kept behind an UnprintableFailure, so the error stays printable", () =>
+    withSession(() =>
+      Effect.gen(function*() {
+        const queue = yield* ToolChoiceQueue
+        const value = Object.assign(Object.create(null), { n: 1n })
+        yield* queueResolveHandler({ label: "X", sourceToolName: "x", apply: () => Effect.fail(value) })
+        yield* queue.nextToolChoice
+        const exit = yield* Effect.exit(ResolveTool.execute({ action: "apply", reason: "go" }))
+        const error = failureOf(exit)
+        assert.instanceOf(error, ApplyFailed)
+        if (!(error instanceof ApplyFailed)) return
+        assert.instanceOf(error.cause, PendingAction.UnprintableFailure)
+        assert.strictEqual((error.cause as PendingAction.UnprintableFailure).original, value)
+        assert.strictEqual((error.cause as Error).message, "{\"n\":1n}")
+        // effect's own printer (and so a rejected Effect.runPromise) works on it.
+        assert.include(Cause.pretty(Exit.isFailure(exit) ? exit.cause : Cause.empty), "Apply failed: {\"n\":1n}")
+        const rejected = yield* Effect.promise(() =>
+          Effect.runPromise(Effect.fail(error)).then(() => undefined, (thrown: unknown) => thrown)
+        )
+        assert.include(String(rejected), "Apply failed")
+      })
+    ))
 
   it.effect("a circular failure value still gives ApplyFailed with a message", () =>
     withSession(() =>

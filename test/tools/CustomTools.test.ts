@@ -143,6 +143,55 @@ describe("pushPendingAction", () => {
       assert.strictEqual(third.message, "lock held")
     }).pipe(Effect.provide(ResolveRuntime.layer)))
 
+  it.effect("values that cannot be turned into text still give typed errors (issue 11 §1)", () =>
+    Effect.gen(function*() {
+      const nullProto = Object.assign(Object.create(null), { n: 1n })
+      const getter = {
+        get message(): string {
+          throw new Error("no message")
+        }
+      }
+      const handle = yield* CustomTools.pushPendingAction({
+        label: "A: hostile",
+        apply: () => Promise.reject(nullProto),
+        reject: () => {
+          throw getter
+        }
+      })
+      const applied = failureOf(yield* turn({ action: "apply", reason: "go" }))
+      assert.strictEqual(applied._tag, "ApplyFailed")
+      assert.strictEqual(applied.message, "Apply failed: {\"n\":1n}")
+      const discarded = failureOf(yield* turn({ action: "discard", reason: "no" }))
+      assert.strictEqual(discarded._tag, "ToolError")
+      assert.strictEqual(discarded.message, "{\"message\":[unreadable]}")
+      assert.strictEqual(yield* handle.status, "pending")
+
+      const [tool] = yield* CustomTools.registerCustomTools([{
+        name: "hostile",
+        description: "Throws a value without a prototype.",
+        parameters: { type: "object", properties: {}, additionalProperties: false },
+        execute: () => {
+          throw nullProto
+        }
+      }])
+      const error = failureOf(yield* Effect.exit(tool!.execute({})))
+      assert.strictEqual(error._tag, "ToolError")
+      assert.strictEqual(error.message, "hostile failed: {\"n\":1n}")
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("an action whose fields cannot be read fails with InvalidPendingAction", () =>
+    Effect.gen(function*() {
+      const action = {
+        get label(): string {
+          throw new Error("no label")
+        },
+        apply: () => "x"
+      }
+      const error = failureOf(yield* Effect.exit(CustomTools.pushPendingAction(action)))
+      assert.instanceOf(error, CustomTools.InvalidPendingAction)
+      assert.strictEqual(error.field, "(root)")
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
   it.effect("a malformed action fails with InvalidPendingAction and stages nothing", () =>
     Effect.gen(function*() {
       const cases: Array<[any, string]> = [
@@ -250,7 +299,13 @@ describe("custom-tool adapter", () => {
       assert.strictEqual(tools.length, 1)
       assert.strictEqual(tools[0]!.name, "deploy")
       assert.strictEqual(tools[0]!.label, "deploy")
-      deepStrictEqual(tools[0]!.parameters, deploy.parameters as any)
+      // The strict form: closed, every property required, the optional one nullable.
+      deepStrictEqual(tools[0]!.parameters, {
+        type: "object",
+        properties: { service: { type: "string" }, replicas: { anyOf: [{ type: "integer" }, { type: "null" }] } },
+        required: ["service", "replicas"],
+        additionalProperties: false
+      } as any)
       const selected = yield* toolsFor(["deploy"], tools)
       deepStrictEqual(selected.map((t) => t.name), ["deploy", "resolve"])
     }))
@@ -317,6 +372,149 @@ describe("custom-tool adapter", () => {
       const error = failureOf(yield* Effect.exit(tool!.execute({ service: "api" })))
       assert.strictEqual(error.message, "deploy failed: it returned an object, not a ToolResult or a string")
     }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("an optional parameter sent as null or left out reaches execute as absent", () =>
+    Effect.gen(function*() {
+      const seen: Array<unknown> = []
+      const [tool] = yield* CustomTools.registerCustomTools([{
+        ...deploy,
+        execute: (params) => (seen.push(params), "ok")
+      }])
+      successOf(yield* Effect.exit(tool!.execute({ service: "api", replicas: null })))
+      successOf(yield* Effect.exit(tool!.execute({ service: "api" })))
+      successOf(yield* Effect.exit(tool!.execute({ service: "api", replicas: 3 })))
+      deepStrictEqual(seen, [{ service: "api" }, { service: "api" }, { service: "api", replicas: 3 }])
+      // A required one may not be null.
+      const error = failureOf(yield* Effect.exit(tool!.execute({ service: null })))
+      assert.instanceOf(error, CustomTools.InvalidCustomToolParams)
+      assert.strictEqual(error.problem, "must be of type string")
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("nested optional properties are nullable too, and their null is removed before execute", () =>
+    Effect.gen(function*() {
+      const seen: Array<unknown> = []
+      const [tool] = yield* CustomTools.registerCustomTools([{
+        name: "schedule",
+        description: "Schedules jobs.",
+        parameters: {
+          type: "object",
+          properties: {
+            jobs: {
+              type: "array",
+              items: {
+                type: "object",
+                properties: { name: { type: "string" }, cron: { type: "string", default: "@daily" } },
+                required: ["name"]
+              }
+            }
+          },
+          required: ["jobs"]
+        },
+        execute: (params) => (seen.push(params), "ok")
+      }])
+      deepStrictEqual(tool!.parameters, {
+        type: "object",
+        properties: {
+          jobs: {
+            type: "array",
+            items: {
+              type: "object",
+              properties: {
+                name: { type: "string" },
+                cron: { anyOf: [{ type: "string", description: "Default: \"@daily\"." }, { type: "null" }] }
+              },
+              required: ["name", "cron"],
+              additionalProperties: false
+            }
+          }
+        },
+        required: ["jobs"],
+        additionalProperties: false
+      } as any)
+      successOf(
+        yield* Effect.exit(tool!.execute({ jobs: [{ name: "a", cron: null }, { name: "b", cron: "@hourly" }] }))
+      )
+      deepStrictEqual(seen, [{ jobs: [{ name: "a" }, { name: "b", cron: "@hourly" }] }])
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("a schema that cannot be strict is refused with what to change, naming the entry and the place", () =>
+    Effect.gen(function*() {
+      const cases: Array<[Record<string, unknown>, string]> = [
+        [
+          { type: "object", properties: { meta: { type: "object" } } },
+          "parameters.properties.meta is a free-form object (no properties)"
+        ],
+        [
+          { type: "object", properties: { a: { type: "string" } }, additionalProperties: true },
+          "parameters is a free-form object (additionalProperties is true)"
+        ],
+        [
+          { type: "object", properties: { tags: { type: "object", additionalProperties: { type: "string" } } } },
+          "parameters.properties.tags is a free-form object (additionalProperties is a schema)"
+        ],
+        [
+          { type: "object", patternProperties: { "^x": { type: "string" } } },
+          "parameters uses \"patternProperties\", which strict function calling refuses"
+        ],
+        [
+          { type: "object", properties: { s: { type: "string", minLength: 1 } } },
+          "parameters.properties.s uses \"minLength\", which strict function calling refuses: state the bound"
+        ],
+        [
+          { type: "object", properties: { x: { $ref: "#/$defs/X" } }, $defs: { X: { type: "string" } } },
+          "uses \"$defs\", which strict function calling refuses: inline the definitions"
+        ],
+        [
+          { type: "object", properties: { v: { oneOf: [{ type: "string" }, { type: "number" }] } } },
+          "parameters.properties.v uses \"oneOf\", which strict function calling refuses: use anyOf"
+        ],
+        [
+          { type: "object", properties: { list: { type: "array" } } },
+          "parameters.properties.list is an array without items"
+        ]
+      ]
+      for (const [parameters, problem] of cases) {
+        const error = failureOf(
+          yield* Effect.exit(CustomTools.registerCustomTools([deploy, { ...deploy, name: "other", parameters }]))
+        )
+        assert.instanceOf(error, CustomTools.InvalidCustomTool)
+        assert.strictEqual(error.tool, "other")
+        assert.strictEqual(error.index, 1)
+        assert.include(error.problem, problem)
+        assert.include(error.message, "Invalid custom tool \"other\" (entry 1): ")
+      }
+    }))
+
+  it.effect("a null, undefined or non-object entry, or a non-string name, is InvalidCustomTool naming the entry", () =>
+    Effect.gen(function*() {
+      const cases: Array<[ReadonlyArray<any>, string, number, string]> = [
+        [[null], "#0", 0, "the entry is null"],
+        [[deploy, undefined], "#1", 1, "the entry is undefined"],
+        [
+          [deploy, { ...deploy, name: "b" }, "deploy"],
+          "#2",
+          2,
+          "the entry is a string; each entry must be a custom tool object"
+        ],
+        [[[deploy]], "#0", 0, "the entry is an array"],
+        [[{ ...deploy, name: 123 }], "#0", 0, "the name must be a string, not a number"],
+        [[{ ...deploy, name: undefined }], "#0", 0, "the name must be a string, not undefined"]
+      ]
+      for (const [tools, tool, index, problem] of cases) {
+        const error = failureOf(yield* Effect.exit(CustomTools.registerCustomTools(tools)))
+        assert.instanceOf(error, CustomTools.InvalidCustomTool)
+        assert.strictEqual(error.tool, tool)
+        assert.strictEqual(error.index, index)
+        assert.include(error.problem, problem)
+      }
+      const getter = {
+        get name(): string {
+          throw new Error("no name")
+        }
+      }
+      const error = failureOf(yield* Effect.exit(CustomTools.registerCustomTools([getter as any])))
+      assert.strictEqual(error.problem, "cannot be read (a getter threw)")
+    }))
 
   it.effect("registration rejects bad names, resolve, duplicates, missing descriptions and non-object schemas", () =>
     Effect.gen(function*() {

@@ -1,7 +1,8 @@
 import { NodeContext } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
-import { Effect, Exit, Layer, Option, Ref, Scope } from "effect"
+import { Cause, Effect, Exit, Layer, Option, Ref, Scope } from "effect"
+import { execFileSync } from "node:child_process"
 import * as NFS from "node:fs/promises"
 import * as OS from "node:os"
 import * as NPath from "node:path"
@@ -66,6 +67,34 @@ describe("PlanApproval", () => {
         deepStrictEqual(PlanApproval.slug(input), Option.fromNullable(expected))
       })
     }
+  })
+
+  describe("slug cap (issue 10 §3)", () => {
+    it("cuts a long slug to 100 characters", () => {
+      deepStrictEqual(PlanApproval.slug("a".repeat(10_000)), Option.some("a".repeat(100)))
+    })
+    it("leaves no trailing - after the cut", () => {
+      // "abc-" repeated: the 100th character is a "-".
+      deepStrictEqual(PlanApproval.slug("abc ".repeat(40)), Option.some("abc-".repeat(25).slice(0, 99)))
+    })
+    it("counts characters of the slug, after non-ASCII characters were dropped", () => {
+      deepStrictEqual(PlanApproval.slug("é".repeat(5_000) + "b".repeat(150)), Option.some("b".repeat(100)))
+    })
+  })
+
+  describe("firstHeading", () => {
+    it("takes the text of the first level-1 heading without trailing blanks; skips a heading with no text", () => {
+      deepStrictEqual(PlanApproval.firstHeading("x\n#\t Title \t\r\n# Next"), Option.some("Title"))
+      deepStrictEqual(PlanApproval.firstHeading("#  \t\n#NoSpace\n## Sub\n# Real"), Option.some("Real"))
+      deepStrictEqual(PlanApproval.firstHeading("# a\rb\n# c"), Option.some("c"))
+      deepStrictEqual(PlanApproval.firstHeading("no heading\n"), Option.none())
+      deepStrictEqual(PlanApproval.firstHeading(""), Option.none())
+    })
+    it("is linear in the line length: a 200 KB heading line of blanks (quadratic before: minutes)", () => {
+      const line = `# Plan${" \t".repeat(100_000)}x${" ".repeat(1_000)}`
+      deepStrictEqual(PlanApproval.firstHeading(`intro\n${line}\n`), Option.some(`Plan${" \t".repeat(100_000)}x`))
+      assert.strictEqual(PlanApproval.planTitle({ extra: {}, content: line, fileName: "PLAN.md" }), "Plan-x")
+    }, 10_000)
   })
 
   describe("planTitle", () => {
@@ -152,6 +181,128 @@ describe("PlanApproval", () => {
         assert.isTrue(Option.isNone(yield* standing.peek))
         const after = failureOf(yield* resolveCall({ action: "apply", reason: "Again." }))
         assert.instanceOf(after, NoPendingAction)
+      })
+    ))
+
+  it.live("a plan over the size cap is refused with a ToolError asking to shorten it; the mode stays", () =>
+    session((plan) =>
+      Effect.gen(function*() {
+        const mode = yield* PlanApproval.enter({
+          planFilePath: plan.path,
+          approve: PlanApproval.autoApprove,
+          maxPlanBytes: 100
+        })
+        yield* plan.write(`# Big\n${"x".repeat(95)}`) // 101 bytes
+        const error = failureOf(yield* resolveCall({ action: "apply", reason: "Ready." }))
+        assert.strictEqual(error._tag, "ToolError")
+        assert.strictEqual(
+          error.message,
+          `The plan ${plan.path} is 101 bytes; at most 100 bytes are accepted. Shorten the plan (keep the steps and ` +
+            `decisions, leave out detail that belongs in the code), then call resolve with action "apply" again. ` +
+            `You are still in plan mode.`
+        )
+        assert.isTrue(yield* mode.active)
+        yield* plan.write(`# Big\n${"x".repeat(94)}`) // exactly 100 bytes
+        successOf(yield* resolveCall({ action: "apply", reason: "Shorter now." }))
+        assert.isFalse(yield* mode.active)
+      })
+    ))
+
+  it.live("a maxPlanBytes that is not a positive integer is a defect at enter (a programming error)", () =>
+    session((plan) =>
+      Effect.gen(function*() {
+        for (const maxPlanBytes of [0, -1, 1.5, Number.NaN]) {
+          const exit = yield* Effect.exit(
+            PlanApproval.enter({ planFilePath: plan.path, approve: PlanApproval.autoApprove, maxPlanBytes })
+          )
+          assert.isTrue(Exit.isFailure(exit) && Cause.isDie(exit.cause), String(maxPlanBytes))
+        }
+        const standing = yield* StandingResolveHandler
+        assert.isTrue(Option.isNone(yield* standing.peek), "no handler installed")
+      })
+    ))
+
+  it.live("the default cap is 1 MiB", () =>
+    session((plan) =>
+      Effect.gen(function*() {
+        assert.strictEqual(PlanApproval.defaultMaxPlanBytes, 1_048_576)
+        const mode = yield* PlanApproval.enter({ planFilePath: plan.path, approve: PlanApproval.autoApprove })
+        yield* plan.write(`# Big\n${"x".repeat(1_048_576 - 6 + 1)}`)
+        const error = failureOf(yield* resolveCall({ action: "apply", reason: "Ready." }))
+        assert.include(error.message, "is 1048577 bytes; at most 1048576 bytes are accepted")
+        assert.isTrue(yield* mode.active)
+        yield* plan.write(`# Big\n${"x".repeat(1_048_576 - 6)}`)
+        successOf(yield* resolveCall({ action: "apply", reason: "At the cap." }))
+      })
+    ))
+
+  it.live(
+    "a heading line of 1 MiB at the cap gives its title in linear time (quadratic before: half an hour)",
+    () =>
+      session((plan) =>
+        Effect.gen(function*() {
+          yield* plan.write(`# Plan${" ".repeat(1_048_000)}x\n`)
+          yield* PlanApproval.enter({ planFilePath: plan.path, approve: PlanApproval.autoApprove })
+          const result = successOf(yield* resolveCall({ action: "apply", reason: "Ready." }))
+          assert.strictEqual((result.details as any).sourceResultDetails.title, "Plan-x")
+        })
+      ),
+    10_000
+  )
+
+  it.live("a plan that is not valid UTF-8 is refused with a ToolError; the mode stays", () =>
+    session((plan) =>
+      Effect.gen(function*() {
+        const mode = yield* PlanApproval.enter({ planFilePath: plan.path, approve: PlanApproval.autoApprove })
+        yield* Effect.promise(() =>
+          NFS.writeFile(plan.path, Buffer.concat([Buffer.from("# Plan\n"), Buffer.from([0xC3, 0x28, 0xFF])]))
+        )
+        const error = failureOf(yield* resolveCall({ action: "apply", reason: "Ready." }))
+        assert.strictEqual(error._tag, "ToolError")
+        assert.strictEqual(
+          error.message,
+          `The plan ${plan.path} is not valid UTF-8 text. Rewrite it as UTF-8 text, then call resolve with action ` +
+            `"apply" again. You are still in plan mode.`
+        )
+        assert.isTrue(yield* mode.active)
+        yield* plan.write("# Plan\nCafé ☕\n")
+        const result = successOf(yield* resolveCall({ action: "apply", reason: "Fixed." }))
+        assert.include(ToolResult.textOf(result), "Plan approved: Plan.")
+      })
+    ))
+
+  it.live(
+    "a plan path that is a directory or a FIFO is refused without reading it; the mode stays",
+    () =>
+      session((plan) =>
+        Effect.gen(function*() {
+          yield* Effect.promise(() => NFS.mkdir(plan.path))
+          const mode = yield* PlanApproval.enter({ planFilePath: plan.path, approve: PlanApproval.autoApprove })
+          const directory = failureOf(yield* resolveCall({ action: "apply", reason: "Ready." }))
+          assert.include(directory.message, `No plan to approve: ${plan.path} is not a regular file (Directory)`)
+          const fifo = `${plan.path}.fifo`
+          execFileSync("mkfifo", [fifo])
+          yield* PlanApproval.enter({ planFilePath: fifo, approve: PlanApproval.autoApprove })
+          // Reading a FIFO with no writer would block for good.
+          const blocked = failureOf(yield* resolveCall({ action: "apply", reason: "Ready." }))
+          assert.include(blocked.message, "is not a regular file (FIFO)")
+          assert.isTrue(yield* mode.active)
+        })
+      ),
+    10_000
+  )
+
+  it.live("a long extra.title or heading gives a slug of at most 100 characters", () =>
+    session((plan) =>
+      Effect.gen(function*() {
+        yield* plan.write(`# ${"Heading ".repeat(2_000)}\n`)
+        yield* PlanApproval.enter({ planFilePath: plan.path, approve: () => Effect.succeed(PlanApproval.refused()) })
+        const fromHeading = successOf(yield* resolveCall({ action: "apply", reason: "Ready." }))
+        assert.strictEqual((fromHeading.details as any).sourceResultDetails.title, "Heading-".repeat(13).slice(0, 100))
+        const fromExtra = successOf(
+          yield* resolveCall({ action: "apply", reason: "Ready.", extra: { title: "t".repeat(10_000) } })
+        )
+        assert.strictEqual((fromExtra.details as any).sourceResultDetails.title, "t".repeat(100))
       })
     ))
 
