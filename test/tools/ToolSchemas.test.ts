@@ -120,13 +120,10 @@ describe("tool schemas against each provider's rules", () => {
       }
     }))
 
-  // Another change (custom tool schemas made strict or reported, in CustomTools.ts) makes this pass; until it is
-  // merged, a custom tool with an optional property is registered as it is, which OpenAI's strict mode rejects.
-  it.fails("custom tools: each definition registerCustomTools accepts is accepted by OpenAI strict", () =>
-    Effect.runSync(Effect.gen(function*() {
-      for (const tool of customTools) {
-        const registered = yield* Effect.either(CustomTools.registerCustomTools([tool]))
-        if (Either.isRight(registered)) assertAccepted(registered.right[0]!.parameters, ["openai"])
-      }
-    })))
+  it.effect("custom tools: each definition registerCustomTools accepts is accepted by OpenAI strict", () =>
+    Effect.gen(function*() {
+      const registered = yield* CustomTools.registerCustomTools(customTools)
+      assert.strictEqual(registered.length, customTools.length)
+      for (const tool of registered) assertAccepted(tool.parameters, ["openai"])
+    }))
 })
