@@ -7,7 +7,7 @@
 import type { AiError } from "@effect/ai"
 import { Tool, Toolkit } from "@effect/ai"
 import { Console, Effect, Layer, Option, Ref, Schema } from "effect"
-import { PendingAction, queueResolveHandler, SteeringBus, ToolChoiceQueue, ToolResult } from "../src/index.js"
+import { PendingAction, PendingActions, PendingStoreError, queueResolveHandler, ToolResult } from "../src/index.js"
 import * as ScriptedModel from "../src/layers/ScriptedModel.js"
 import { ResolveConfig } from "../src/services/ResolveConfig.js"
 import type * as ResolveMetrics from "../src/services/ResolveMetrics.js"
@@ -19,7 +19,8 @@ const Edit = Tool.make("edit", {
   description: "Replace the content of a file. Shows a preview; call resolve to apply or discard it.",
   parameters: { file: Schema.String, content: Schema.String },
   success: Schema.String,
-  dependencies: [ToolChoiceQueue, SteeringBus]
+  failure: PendingStoreError, // staging fails only when a durable store does
+  dependencies: [PendingActions]
 })
 
 const Search = Tool.make("search", {

@@ -11,11 +11,11 @@ import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
 import { FetchHttpClient } from "@effect/platform"
 import { Config, Console, Effect, Layer, Ref, Schema } from "effect"
 import {
+  PendingActions,
+  PendingStoreError,
   ProviderToolChoice,
   queueResolveHandler,
   ResolveConfig,
-  SteeringBus,
-  ToolChoiceQueue,
   ToolResult,
   TurnDriver
 } from "../src/index.js"
@@ -44,7 +44,8 @@ const Edit = Tool.make("edit", {
   description: "Replace the content of a file. Shows a preview; call resolve to apply or discard it.",
   parameters: { file: Schema.String, content: Schema.String },
   success: Schema.String,
-  dependencies: [ToolChoiceQueue, SteeringBus]
+  failure: PendingStoreError, // staging fails only when a durable store does
+  dependencies: [PendingActions]
 })
 const Tools = Toolkit.make(Edit)
 

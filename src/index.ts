@@ -32,9 +32,20 @@ export { StandingResolveHandler } from "./services/StandingResolveHandler.js"
 export * from "./services/ResolveConfig.js"
 
 /** @since 0.1.0 */
-export * as PendingAction from "./tools/PendingAction.js"
+export * as PendingAction from "./services/PendingAction.js"
 /** @since 0.1.0 */
-export { queueResolveHandler } from "./tools/PendingAction.js"
+export type { PendingActionHandle, PendingActionSpec, PendingStatus } from "./services/PendingAction.js"
+/** @since 0.2.0 */
+export {
+  type DurableOptions,
+  type PendingActionInfo,
+  PendingActions,
+  queueResolveHandler,
+  type StageInfo,
+  stageKind
+} from "./services/PendingActions.js"
+/** @since 0.2.0 */
+export * as ActionKind from "./services/ActionKind.js"
 /** @since 0.1.0 */
 export * from "./tools/Resolve.js"
 /** @since 0.1.0 */
@@ -87,4 +98,4 @@ export * as ScriptedModel from "./layers/ScriptedModel.js"
 /** @since 0.2.0 */
 export * as PendingRecord from "./domain/PendingRecord.js"
 /** @since 0.2.0 */
-export { PendingStore, PendingStoreError } from "./services/PendingStore.js"
+export { PendingStore } from "./services/PendingStore.js"

@@ -5,6 +5,7 @@
  * @since 0.1.0
  */
 import * as Schema from "effect/Schema"
+import { PendingStatus } from "./PendingRecord.js"
 
 /**
  * The general tool-facing error: a tool (or a preview producer's `apply`) fails with it to send `message` to the
@@ -113,5 +114,110 @@ export class UnknownTool extends Schema.TaggedError<UnknownTool>("effect-resolve
    */
   override get message(): string {
     return `Unknown tool "${this.name}". Available tools: ${this.available.join(", ") || "(none)"}.`
+  }
+}
+
+/**
+ * A store operation failed. `operation` is the `PendingStore` method, `detail` what went wrong and what it means
+ * for the store (bad input and a duplicate id change nothing; a database failure says how to find out what
+ * happened).
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class PendingStoreError
+  extends Schema.TaggedError<PendingStoreError>("effect-resolve/PendingStoreError")("PendingStoreError", {
+    operation: Schema.String,
+    detail: Schema.String,
+    cause: Schema.optional(Schema.Defect)
+  })
+{
+  /**
+   * @since 0.2.0
+   */
+  override get message(): string {
+    return `PendingStore.${this.operation} failed: ${this.detail}`
+  }
+}
+
+/**
+ * One pending action as an error lists it: its id and label.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export const PendingSummary = Schema.Struct({ id: Schema.String, label: Schema.String })
+
+/**
+ * @since 0.2.0
+ * @category models
+ */
+export type PendingSummary = typeof PendingSummary.Type
+
+// At most this many pending actions are named in a message (the rest are counted).
+const listedMax = 10
+
+const listPending = (pending: ReadonlyArray<PendingSummary>): string => {
+  if (pending.length === 0) return "Nothing is pending."
+  const named = pending.slice(0, listedMax).map((p) => `${p.id} ("${p.label}")`).join(", ")
+  const more = pending.length > listedMax ? ` and ${pending.length - listedMax} more` : ""
+  return `Pending now, most recent first: ${named}${more}. Call resolve with one of these ids, or without an id ` +
+    `for the most recent.`
+}
+
+/**
+ * `resolve` named an id no action of this session has. `pending` lists what is pending, most recent first.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class UnknownPendingAction
+  extends Schema.TaggedError<UnknownPendingAction>("effect-resolve/UnknownPendingAction")("UnknownPendingAction", {
+    id: Schema.String,
+    pending: Schema.Array(PendingSummary)
+  })
+{
+  /**
+   * @since 0.2.0
+   */
+  override get message(): string {
+    return `No pending action has the id ${JSON.stringify(this.id)}. ${listPending(this.pending)}`
+  }
+}
+
+/**
+ * `resolve` named an action that is not pending: being resolved by another call, already applied or discarded,
+ * cleared by the app, expired, orphaned by a restart (it can only be discarded), or in conflict after a crash.
+ * Nothing was run. `pending` lists what is pending, most recent first.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class PendingActionNotPending extends Schema.TaggedError<PendingActionNotPending>(
+  "effect-resolve/PendingActionNotPending"
+)("PendingActionNotPending", {
+  id: Schema.String,
+  label: Schema.String,
+  status: PendingStatus,
+  pending: Schema.Array(PendingSummary)
+}) {
+  /**
+   * @since 0.2.0
+   */
+  override get message(): string {
+    const what = `The pending action ${this.id} ("${this.label}")`
+    const state = this.status === "resolving" ?
+      "is being resolved by another call; wait for its result" :
+      this.status === "expired" ?
+      "expired; stage it again if it is still wanted" :
+      this.status === "cleared" ?
+      "was cleared by the app" :
+      this.status === "orphaned" ?
+      "was staged before a restart by a tool whose callbacks are gone; it can only be discarded " +
+      "(resolve with action \"discard\"), then staged again" :
+      this.status === "conflict" ?
+      "could not be confirmed after a crash; a person must check it before anything else is done" :
+      `was already ${this.status}`
+    return `${what} ${state}. ${listPending(this.pending)}`
   }
 }

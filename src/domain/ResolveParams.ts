@@ -6,7 +6,14 @@
 import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
 import { loneSurrogate, utf8Length } from "../internal/untrusted.js"
-import type { ApplyFailed, NoPendingAction, ToolError } from "./Errors.js"
+import type {
+  ApplyFailed,
+  NoPendingAction,
+  PendingActionNotPending,
+  PendingStoreError,
+  ToolError,
+  UnknownPendingAction
+} from "./Errors.js"
 import type { ToolResult } from "./ToolResult.js"
 
 /**
@@ -29,7 +36,9 @@ export const limits = {
   /** Deepest nesting of objects and arrays inside `extra`. */
   extraMaxDepth: 8,
   /** Largest `extra`: the UTF-8 bytes of its JSON text. */
-  extraMaxBytes: 16_384
+  extraMaxBytes: 16_384,
+  /** Longest pending-action `id`, in UTF-16 code units. */
+  idMaxLength: 200
 } as const
 
 const jsonShape = (value: unknown, depth: number): string | undefined => {
@@ -113,11 +122,23 @@ const fields = {
     title: "reason",
     description: "One sentence saying why you apply or discard."
   }),
-  extra: Schema.optional(Extra)
+  extra: Schema.optional(Extra),
+  id: Schema.optional(
+    Schema.String.pipe(
+      Schema.minLength(1, { message: () => "must not be empty: leave it out to resolve the most recent preview" }),
+      Schema.maxLength(limits.idMaxLength, { message: () => `must be at most ${limits.idMaxLength} characters` }),
+      Schema.filter((s) => !loneSurrogate.test(s) || "must be valid UTF-8 text (it contains a lone surrogate)")
+    ).annotations({
+      title: "id",
+      description: "The id of the pending action to resolve (the preview names it); leave it out for the most recent."
+    })
+  )
 }
 
 /**
- * The parameters of the model-facing `resolve` tool. JSON Schema `required` is exactly `["action", "reason"]`.
+ * The decoded parameters of a `resolve` call: `action` and `reason`, and optionally `extra` and the `id` of the
+ * pending action to resolve (without it, the most recent pending one). The model-facing JSON Schema is
+ * `ResolveTool.parameters`.
  *
  * @since 0.1.0
  * @category schemas
@@ -172,7 +193,13 @@ export type ResolveDetails = typeof ResolveDetails.Type
  * @since 0.1.0
  * @category models
  */
-export type ResolveError = ToolError | ApplyFailed | NoPendingAction
+export type ResolveError =
+  | ToolError
+  | ApplyFailed
+  | NoPendingAction
+  | UnknownPendingAction
+  | PendingActionNotPending
+  | PendingStoreError
 
 /**
  * A handler `resolve` calls: the in-flight directive's `onInvoked` or the standing handler.

@@ -1,13 +1,15 @@
 /**
- * The composed layers of one resolve session.
+ * The composed layers of one resolve session: its queue, steering bus, standing handler and pending set. `layer`
+ * keeps everything in memory; `durable` keeps the pending set in a `PendingStore` (SQLite, Postgres), so a session
+ * resumes after a restart.
  *
  * @example
  * ```ts
  * import { Effect } from "effect"
- * import { ResolveRuntime, ToolChoiceQueue } from "effect-resolve"
+ * import { PendingActions, ResolveRuntime } from "effect-resolve"
  *
- * // Each build is a new session: its own queue, steering bus and standing handler.
- * const program = Effect.flatMap(ToolChoiceQueue, (queue) => queue.inspect).pipe(
+ * // Each build is a new session: its own queue, steering bus, standing handler and pending set.
+ * const program = Effect.flatMap(PendingActions, (pending) => pending.list).pipe(
  *   Effect.provide(ResolveRuntime.layer)
  * )
  * ```
@@ -15,6 +17,10 @@
  * @since 0.1.0
  */
 import * as Layer from "effect/Layer"
+import type { PendingStoreError } from "../domain/Errors.js"
+import type * as ActionKind from "../services/ActionKind.js"
+import { type DurableOptions, PendingActions } from "../services/PendingActions.js"
+import type { PendingStore } from "../services/PendingStore.js"
 import { StandingResolveHandler } from "../services/StandingResolveHandler.js"
 import { SteeringBus } from "../services/SteeringBus.js"
 import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
@@ -25,16 +31,28 @@ import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
  * @since 0.1.0
  * @category models
  */
-export type Services = ToolChoiceQueue | SteeringBus | StandingResolveHandler
+export type Services = ToolChoiceQueue | SteeringBus | StandingResolveHandler | PendingActions
+
+const base = Layer.mergeAll(ToolChoiceQueue.layer, SteeringBus.layer, StandingResolveHandler.layer)
 
 /**
- * Every service of a session, fresh per build. Provide it once per agent session.
+ * Every service of a session, fresh per build and in memory. Provide it once per agent session.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layer: Layer.Layer<Services> = Layer.mergeAll(
-  ToolChoiceQueue.layer,
-  SteeringBus.layer,
-  StandingResolveHandler.layer
-)
+export const layer: Layer.Layer<Services> = Layer.provideMerge(PendingActions.layer(), base)
+
+/**
+ * A session whose pending set lives in the `PendingStore` the layer is given (`SqliteStore.layer`,
+ * `PostgresStore.layer`, or `PendingStore.layerMemory` to share one between sessions of a process). Building it
+ * opens `session`: its pending actions come back (those of the registered `kinds` run again; closures are
+ * `orphaned`), and actions a crashed process left `resolving` are recovered by their kind.
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const durable = <const Kinds extends ReadonlyArray<ActionKind.Any> = [], E = never, R = never>(
+  options: DurableOptions<Kinds> & { readonly store: Layer.Layer<PendingStore, E, R> }
+): Layer.Layer<Services | PendingStore, PendingStoreError | E, R | ActionKind.Requirements<Kinds>> =>
+  Layer.provideMerge(PendingActions.layerDurable(options), Layer.merge(base, options.store))

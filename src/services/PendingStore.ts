@@ -30,7 +30,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import * as Schema from "effect/Schema"
+import { PendingStoreError } from "../domain/Errors.js"
 import type { PendingEvent, PendingRecord, PendingStatus } from "../domain/PendingRecord.js"
 import {
   checkClaim,
@@ -42,27 +42,12 @@ import {
 } from "../internal/pendingStore.js"
 
 /**
- * A store operation failed. `operation` is the `PendingStore` method, `detail` what went wrong and what it means
- * for the store (bad input and a duplicate id change nothing; a database failure says how to find out what
- * happened).
+ * A store operation failed (defined with the other errors in `Errors`).
  *
  * @since 0.2.0
  * @category errors
  */
-export class PendingStoreError
-  extends Schema.TaggedError<PendingStoreError>("effect-resolve/PendingStoreError")("PendingStoreError", {
-    operation: Schema.String,
-    detail: Schema.String,
-    cause: Schema.optional(Schema.Defect)
-  })
-{
-  /**
-   * @since 0.2.0
-   */
-  override get message(): string {
-    return `PendingStore.${this.operation} failed: ${this.detail}`
-  }
-}
+export { PendingStoreError } from "../domain/Errors.js"
 
 /**
  * @since 0.2.0

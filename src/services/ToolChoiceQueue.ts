@@ -56,6 +56,11 @@ export type RejectDecision = "requeue" | "drop"
 export interface PushOptions {
   /** For humans and `removeByLabel`; default `"anonymous"`. */
   readonly label?: string
+  /**
+   * The directive's id, when the caller names it (a pending action's forcing directive carries the action's id,
+   * so it stays the same across a restart); default a fresh `directive-<n>`. The caller keeps it unique.
+   */
+  readonly id?: string
   /** Prepend instead of append. */
   readonly now?: boolean
   /** Runs after a served value of this directive is resolved. */
@@ -304,7 +309,7 @@ export const make: Effect.Effect<ToolChoiceQueue.Service> = Effect.sync(() => {
   const enqueue = (choices: ReadonlyArray<ToolChoice>, options: PushOptions): Effect.Effect<string> =>
     Effect.sync(() => {
       s.ids++
-      const id = `directive-${s.ids}`
+      const id = options.id ?? `directive-${s.ids}`
       const directive: Directive = {
         id,
         label: options.label ?? "anonymous",

@@ -54,9 +54,10 @@ import { permissiveTools, recoverResponse } from "../internal/permissive.js"
 import { tooDeepField } from "../internal/untrusted.js"
 import * as ResolveRuntime from "../layers/ResolveRuntime.js"
 import { ResolveAiTool, toFailure } from "../tools/AiResolveTool.js"
-import { directiveLabel } from "../tools/PendingAction.js"
 import { type EffectAiToolChoice, toEffectAi } from "../tools/ProviderToolChoice.js"
 import { ResolveTool } from "../tools/Resolve.js"
+import { directiveLabel } from "./PendingAction.js"
+import { PendingActions } from "./PendingActions.js"
 import { type ModelCapabilities, ResolveConfig, type ResolveConfigShape } from "./ResolveConfig.js"
 import * as ResolveMetrics from "./ResolveMetrics.js"
 import { StandingResolveHandler } from "./StandingResolveHandler.js"
@@ -306,6 +307,18 @@ export class TurnDriver extends Context.Tag("effect-resolve/TurnDriver")<TurnDri
    */
   static readonly layer = (options: SessionOptions = {}): Layer.Layer<TurnDriver | ResolveRuntime.Services> =>
     Layer.provideMerge(Layer.effect(TurnDriver, make(options)), ResolveRuntime.layer)
+
+  /**
+   * A driver over the session services already provided, such as `ResolveRuntime.durable(...)`: a durable session
+   * resumes where it stopped (its conversation, steering, forcing state and pending actions), and its id is the
+   * pending set's session.
+   *
+   * @since 0.2.0
+   * @category layers
+   */
+  static readonly layerOn = (
+    options: Omit<SessionOptions, "sessionId"> = {}
+  ): Layer.Layer<TurnDriver, never, ResolveRuntime.Services> => Layer.effect(TurnDriver, make(options))
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -472,16 +485,21 @@ const invalidArguments = (
  */
 export const make = (
   options: SessionOptions = {}
-): Effect.Effect<TurnDriver.Service, never, ToolChoiceQueue | SteeringBus | StandingResolveHandler> =>
+): Effect.Effect<TurnDriver.Service, never, ResolveRuntime.Services> =>
   Effect.gen(function*() {
     const queue = yield* ToolChoiceQueue
     const bus = yield* SteeringBus
     const standing = yield* StandingResolveHandler
+    const pending = yield* PendingActions
     const runtime = Context.make(ToolChoiceQueue, queue).pipe(
       Context.add(SteeringBus, bus),
-      Context.add(StandingResolveHandler, standing)
+      Context.add(StandingResolveHandler, standing),
+      Context.add(PendingActions, pending)
     )
-    const id = options.sessionId ?? `session-${++sessions}-${Math.random().toString(36).slice(2, 8)}`
+    // A durable session is named by its pending set; an in-memory one by the option, else a fresh name.
+    const id = pending.durable ?
+      pending.session :
+      options.sessionId ?? `session-${++sessions}-${Math.random().toString(36).slice(2, 8)}`
     const history = yield* Ref.make(
       options.system === undefined ? Prompt.empty : Prompt.make([{ role: "system", content: options.system }])
     )
@@ -510,12 +528,8 @@ export const make = (
         return next
       })
 
-    /** A preview is pending: the in-flight preview is not resolved yet, or one is queued. */
-    const previewPending = Effect.gen(function*() {
-      const inFlight = yield* queue.inFlight
-      if (Option.isSome(inFlight) && isPreviewLabel(inFlight.value.label) && !inFlight.value.invoked) return true
-      return (yield* queue.inspect).some(isPreviewLabel)
-    })
+    /** A preview is pending: the pending set has an action that forces `resolve` (the same set `resolve` reads). */
+    const previewPending = pending.hasPending
 
     /** Ends the served value and counts a requeue when it came back at the head; whether it did. */
     const finish = (info: Option.Option<InFlightInfo>, end: "resolve" | RejectReason) =>
@@ -666,9 +680,7 @@ export const make = (
             }
             const effective = yield* effectiveNow
             if (tool === undefined) {
-              const inFlight = yield* queue.inFlight
-              const wasPending = Option.isSome(inFlight) && isPreviewLabel(inFlight.value.label) &&
-                !inFlight.value.invoked
+              const wasPending = yield* previewPending
               const action = typeof call.params === "object" && call.params !== null ?
                 Object.getOwnPropertyDescriptor(call.params, "action")?.value :
                 undefined
@@ -694,7 +706,7 @@ export const make = (
               return yield* Effect.failCause(exit.cause)
             }
             if (yield* previewPending) return record(call, "skipped", true, { skipped: true, message: skippedText })
-            const before = (yield* queue.inspect).filter(isPreviewLabel).length
+            const before = yield* pending.staged
             // User-defined tools were sent permissive: the call holds the model's raw (encoded) arguments. A
             // provider-defined tool's arguments were decoded by `@effect/ai`: encode them back for the handler.
             const params = Tool.isUserDefined(tool) ? call.params : yield* Effect.orElseSucceed(
@@ -707,7 +719,7 @@ export const make = (
               Effect.provideService(ResolveConfig, effective),
               Effect.provide(runtime)
             )
-            const staged = (yield* queue.inspect).filter(isPreviewLabel).length - before
+            const staged = (yield* pending.staged) - before
             for (let i = 0; i < staged; i++) yield* ResolveMetrics.recordPreview(id, "staged")
             if (staged > 0) yield* Ref.set(stagedInBatch, true)
             return outcome

@@ -27,9 +27,10 @@ import * as Schema from "effect/Schema"
 import { ToolResult } from "../domain/ToolResult.js"
 import { permissiveParameters } from "../internal/permissive.js"
 import { capText, messageOf, stringProperty } from "../internal/render.js"
+import { PendingActions } from "../services/PendingActions.js"
 import { StandingResolveHandler } from "../services/StandingResolveHandler.js"
 import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
-import { ResolveTool } from "./Resolve.js"
+import { type ResolveServices, ResolveTool } from "./Resolve.js"
 
 /**
  * What the model sent to `resolve`, undecoded: any value (typed as an empty struct, as `@effect/ai`'s tools
@@ -77,7 +78,7 @@ export const ResolveAiTool = Tool.make("resolve", {
   success: ToolResult,
   failure: ResolveFailure,
   failureMode: "return",
-  dependencies: [ToolChoiceQueue, StandingResolveHandler]
+  dependencies: [PendingActions, ToolChoiceQueue, StandingResolveHandler]
 }).setParameters(RawResolveParams)
 
 /**
@@ -96,8 +97,7 @@ export const ResolveToolkit = Toolkit.make(ResolveAiTool)
  */
 export const handle = (
   params: unknown
-): Effect.Effect<ToolResult, ResolveFailure, ToolChoiceQueue | StandingResolveHandler> =>
-  Effect.mapError(ResolveTool.execute(params), toFailure)
+): Effect.Effect<ToolResult, ResolveFailure, ResolveServices> => Effect.mapError(ResolveTool.execute(params), toFailure)
 
 /**
  * The handler layer of `ResolveToolkit`; the handler runs the `resolve` program.

@@ -40,14 +40,13 @@ import type * as JSONSchema from "effect/JSONSchema"
 import * as Option from "effect/Option"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
-import { ToolError } from "../domain/Errors.js"
+import { type PendingStoreError, ToolError } from "../domain/Errors.js"
 import { type Extra, forbiddenKeys } from "../domain/ResolveParams.js"
 import * as ToolResult from "../domain/ToolResult.js"
 import { messageOf, safeGet, safeInstanceOf, safely } from "../internal/render.js"
 import { type StrictSchema, toStrict } from "../internal/strictSchema.js"
-import type { SteeringBus } from "../services/SteeringBus.js"
-import type { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
-import * as PendingAction from "./PendingAction.js"
+import * as PendingAction from "../services/PendingAction.js"
+import { type PendingActions, queueResolveHandler } from "../services/PendingActions.js"
 import type { ToolDefinition } from "./ToolDefinition.js"
 
 // -----------------------------------------------------------------------------------------------------------------
@@ -230,8 +229,12 @@ const validateAction = (action: CustomPendingAction): Option.Option<InvalidPendi
  */
 export const pushPendingAction = (
   action: CustomPendingAction
-): Effect.Effect<PendingAction.PendingActionHandle, InvalidPendingAction, ToolChoiceQueue | SteeringBus> =>
-  Effect.suspend(() => {
+): Effect.Effect<PendingAction.PendingActionHandle, InvalidPendingAction | PendingStoreError, PendingActions> =>
+  Effect.suspend((): Effect.Effect<
+    PendingAction.PendingActionHandle,
+    InvalidPendingAction | PendingStoreError,
+    PendingActions
+  > => {
     const invalid = safely(
       () => validateAction(action),
       Option.some(new InvalidPendingAction({ field: "(root)", problem: "could not be read (a getter threw)" }))
@@ -270,7 +273,7 @@ export const pushPendingAction = (
             })
         )
       )
-    return PendingAction.queueResolveHandler({
+    return queueResolveHandler({
       label,
       sourceToolName: action.sourceToolName ?? defaultSourceToolName,
       apply,
@@ -374,7 +377,7 @@ export class InvalidCustomToolParams extends Schema.TaggedError<InvalidCustomToo
  * @since 0.1.0
  * @category models
  */
-export type CustomToolDefinition = ToolDefinition<ToolError | InvalidCustomToolParams, ToolChoiceQueue | SteeringBus>
+export type CustomToolDefinition = ToolDefinition<ToolError | InvalidCustomToolParams, PendingActions>
 
 const typeMatches = (type: unknown, value: unknown): boolean => {
   switch (type) {
@@ -481,7 +484,7 @@ const adapt = (tool: CustomTool, strict: StrictSchema): CustomToolDefinition => 
       const invalid = checkParams(tool.name, strict.schema, strict.optional, input)
       if (Option.isSome(invalid)) return yield* invalid.value
       const params = strict.decode(input)
-      const runtime = yield* Effect.runtime<ToolChoiceQueue | SteeringBus>()
+      const runtime = yield* Effect.runtime<PendingActions>()
       const value = yield* Effect.tryPromise({
         try: (signal) =>
           Promise.resolve().then(() =>

@@ -36,12 +36,11 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { createHash, randomBytes } from "node:crypto"
-import { ToolError } from "../domain/Errors.js"
+import { type PendingStoreError, ToolError } from "../domain/Errors.js"
 import * as ToolResult from "../domain/ToolResult.js"
 import { loneSurrogate, show, tooDeepField, valueAt } from "../internal/untrusted.js"
-import type { SteeringBus } from "../services/SteeringBus.js"
-import type { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
-import * as PendingAction from "./PendingAction.js"
+import * as PendingAction from "../services/PendingAction.js"
+import { type PendingActions, queueResolveHandler } from "../services/PendingActions.js"
 import type { ToolDefinition } from "./ToolDefinition.js"
 
 // -----------------------------------------------------------------------------------------------------------------
@@ -632,8 +631,8 @@ export const preview: (
   params: EditParams
 ) => Effect.Effect<
   ToolResult.ToolResult,
-  FileEditError,
-  FileSystem.FileSystem | Path.Path | Workspace | ToolChoiceQueue | SteeringBus
+  FileEditError | PendingStoreError,
+  FileSystem.FileSystem | Path.Path | Workspace | PendingActions
 > = Effect.fn("FileEditPreview.preview")(function*(params: EditParams) {
   const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
@@ -739,7 +738,7 @@ export const preview: (
     ).trimEnd()
   )
   const counts = summary.files.map((f) => `${f.path}: ${f.replacements} replacement(s)`)
-  const handle = yield* PendingAction.queueResolveHandler({
+  const handle = yield* queueResolveHandler({
     label,
     sourceToolName: "edit",
     apply: makeApply(fs, path, staged, label),
@@ -777,6 +776,6 @@ export const tool = {
   parameters: JSONSchema.make(Schema.Struct(EditParams.fields)),
   execute: (input: unknown) => Effect.flatMap(decodeEditParams(input), preview)
 } as const satisfies ToolDefinition<
-  FileEditError,
-  FileSystem.FileSystem | Path.Path | Workspace | ToolChoiceQueue | SteeringBus
+  FileEditError | PendingStoreError,
+  FileSystem.FileSystem | Path.Path | Workspace | PendingActions
 >

@@ -31,8 +31,8 @@ import * as Scope from "effect/Scope"
 import { ToolError } from "../domain/Errors.js"
 import type { Extra, Invoker } from "../domain/ResolveParams.js"
 import * as ToolResult from "../domain/ToolResult.js"
+import * as PendingAction from "../services/PendingAction.js"
 import { StandingResolveHandler } from "../services/StandingResolveHandler.js"
-import * as PendingAction from "./PendingAction.js"
 
 // -----------------------------------------------------------------------------------------------------------------
 // titles

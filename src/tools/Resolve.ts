@@ -29,10 +29,11 @@ import { InvalidResolveParams, NoPendingAction, type UnknownTool } from "../doma
 import { limits, type ResolveError, ResolveParams } from "../domain/ResolveParams.js"
 import * as ToolResult from "../domain/ToolResult.js"
 import { loneSurrogate, show, tooDeepField, valueAt } from "../internal/untrusted.js"
+import { withResolveDetails } from "../services/PendingAction.js"
+import { PendingActions } from "../services/PendingActions.js"
 import { ResolveConfig } from "../services/ResolveConfig.js"
 import { StandingResolveHandler } from "../services/StandingResolveHandler.js"
 import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
-import { withResolveDetails } from "./PendingAction.js"
 import { selectTools, type ToolDefinition } from "./ToolDefinition.js"
 
 export {
@@ -84,6 +85,13 @@ const extraTextProblem = (problem: string) =>
  */
 const fromWire = (input: unknown): Either.Either<unknown, InvalidResolveParams> => {
   if (typeof input !== "object" || input === null || Array.isArray(input)) return Either.right(input)
+  const id = Object.getOwnPropertyDescriptor(input, "id")
+  if (id !== undefined && "value" in id && id.value === null) {
+    // `id: null` (the strict wire form of "no id") is the same as no `id`.
+    const descriptors = Object.getOwnPropertyDescriptors(input)
+    delete (descriptors as Record<string, PropertyDescriptor>).id
+    return fromWire(Object.create(Object.getPrototypeOf(input), descriptors))
+  }
   const descriptor = Object.getOwnPropertyDescriptor(input, "extra")
   if (descriptor === undefined || !("value" in descriptor)) return Either.right(input)
   const extra: unknown = descriptor.value
@@ -147,8 +155,8 @@ const isDataProperty = (input: object, key: string): boolean => {
 }
 
 /**
- * The common call, `{ action, reason }` (or `{ action, reason, extra: null }`, its strict wire form) with valid
- * values and nothing else, decoded without Schema (Schema's decode and the depth pre-scan cost about 4 µs a call,
+ * The common call, `{ action, reason }` (or `{ action, reason, extra: null, id: null | "<id>" }`, its strict wire
+ * form) with valid values and nothing else, decoded without Schema (Schema's decode and the depth pre-scan cost about 4 µs a call,
  * bench/). It accepts only what `ResolveParams` accepts without an issue (the same checks as its filters) and
  * returns the same new object; everything else (a non-null `extra`, any bad value, accessors) goes through Schema,
  * which produces the errors.
@@ -156,10 +164,18 @@ const isDataProperty = (input: object, key: string): boolean => {
 const decodeCommon = (input: unknown): ResolveParams | undefined => {
   if (typeof input !== "object" || input === null) return undefined
   const keys = Reflect.ownKeys(input)
-  if (keys.length === 3) {
-    const extra = Object.getOwnPropertyDescriptor(input, "extra")
-    if (extra === undefined || !("value" in extra) || extra.value !== null) return undefined
-  } else if (keys.length !== 2) return undefined
+  if (keys.length < 2 || keys.length > 4) return undefined
+  let id: string | undefined
+  for (const key of keys) {
+    if (key === "action" || key === "reason") continue
+    const descriptor = typeof key === "string" ? Object.getOwnPropertyDescriptor(input, key) : undefined
+    if (descriptor === undefined || !("value" in descriptor)) return undefined
+    if (key === "extra" && descriptor.value === null) continue
+    if (key !== "id") return undefined
+    if (descriptor.value === null) continue
+    if (!isCommonId(descriptor.value)) return undefined
+    id = descriptor.value
+  }
   if (!isDataProperty(input, "action") || !isDataProperty(input, "reason")) return undefined
   const { action, reason } = input as { readonly action: unknown; readonly reason: unknown }
   if (action !== "apply" && action !== "discard") return undefined
@@ -167,8 +183,12 @@ const decodeCommon = (input: unknown): ResolveParams | undefined => {
     typeof reason !== "string" || reason.length > limits.reasonMaxLength || reason.trim().length === 0 ||
     loneSurrogate.test(reason)
   ) return undefined
-  return { action, reason }
+  return id === undefined ? { action, reason } : { action, reason, id }
 }
+
+// An id the Schema accepts without an issue (the same checks as its filters).
+const isCommonId = (value: unknown): value is string =>
+  typeof value === "string" && value.length > 0 && value.length <= limits.idMaxLength && !loneSurrogate.test(value)
 
 const maxScanDepth = 32
 
@@ -182,7 +202,7 @@ const decodeUnchecked = (input: unknown): Effect.Effect<ResolveParams, InvalidRe
       "must be a JSON object with \"action\" and \"reason\"" :
       issue._tag === "Unexpected" ?
       (issue.path.length === 1 ?
-        "is not a resolve parameter (only action, reason and extra are)" :
+        "is not a resolve parameter (only action, reason, extra and id are)" :
         "is not an allowed key (it could rewrite a prototype)") :
       issue._tag === "Missing" ?
       "is required" :
@@ -203,38 +223,64 @@ const decodeUnchecked = (input: unknown): Effect.Effect<ResolveParams, InvalidRe
 export const nothingToDiscardText = "Nothing to discard; no pending action remains."
 
 /**
- * The `resolve` program (SPEC §6) on decoded parameters: the in-flight queued invoker, else the standing handler,
- * else `NoPendingAction`. Interrupting it before the handler commits leaves the action pending.
+ * What the `resolve` program reads: the session's pending set, its queue (a generic directive's handler) and its
+ * standing handler.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type ResolveServices = PendingActions | ToolChoiceQueue | StandingResolveHandler
+
+/**
+ * The `resolve` program on decoded parameters: the pending action `params.id` names (`UnknownPendingAction` /
+ * `PendingActionNotPending` when it cannot be resolved), else the most recent pending one, else the in-flight
+ * directive's handler (`onInvoked`), else the standing handler, else `NoPendingAction`. Interrupting it before the
+ * action's `apply` commits leaves the action pending.
  *
  * @since 0.1.0
  * @category programs
  */
 export const resolve = (
   params: ResolveParams
-): Effect.Effect<ToolResult.ToolResult, ResolveError, ToolChoiceQueue | StandingResolveHandler> =>
+): Effect.Effect<ToolResult.ToolResult, ResolveError, ResolveServices> =>
   // Untraced: a span per call cost about 8 µs and a captured stack 12 µs more (bench/); the turn driver's
   // tool-call span already covers a resolve call. (No `annotateCurrentSpan` either: without a span it fails
   // internally with a NoSuchElementException, whose stack capture cost more than the whole call.) No generator
   // either: it cost about 2 µs a call (bench/).
   Effect.withFiberRuntime((fiber) => {
-    const context = fiber.getFiberRef(FiberRef.currentContext) as Context.Context<
-      ToolChoiceQueue | StandingResolveHandler
-    >
-    const queue = Context.get(context, ToolChoiceQueue)
-    return Effect.flatMap(queue.peekInFlightInvoker, (queued) => {
-      if (Option.isSome(queued)) return queued.value(params)
-      return Effect.flatMap(
-        Context.get(context, StandingResolveHandler).peek,
-        (invoker): Effect.Effect<ToolResult.ToolResult, ResolveError> => {
-          if (Option.isSome(invoker)) return invoker.value(params)
-          const config = Context.get(context, ResolveConfig)
-          if (params.action === "discard" && config.discardWithoutPending === "succeed") {
-            return Effect.succeed(withResolveDetails(ToolResult.text(nothingToDiscardText), params))
-          }
-          return Effect.fail(new NoPendingAction())
+    const context = fiber.getFiberRef(FiberRef.currentContext) as Context.Context<ResolveServices>
+    return Context.get(context, PendingActions).resolveOr(params, (last) => fallback(context, params, last))
+  })
+
+// Nothing pending: a generic directive's handler in flight, else the standing handler, else `NoPendingAction`
+// (naming the last action that was resolved, if any).
+const fallback = (
+  context: Context.Context<ToolChoiceQueue | StandingResolveHandler>,
+  params: ResolveParams,
+  last: Option.Option<{ readonly label: string; readonly status: string }>
+): Effect.Effect<ToolResult.ToolResult, ResolveError> =>
+  Effect.flatMap(Context.get(context, ToolChoiceQueue).peekInFlightInvoker, (queued) => {
+    if (Option.isSome(queued)) return queued.value(params)
+    return Effect.flatMap(
+      Context.get(context, StandingResolveHandler).peek,
+      (invoker): Effect.Effect<ToolResult.ToolResult, ResolveError> => {
+        if (Option.isSome(invoker)) return invoker.value(params)
+        const config = Context.get(context, ResolveConfig)
+        if (params.action === "discard" && config.discardWithoutPending === "succeed") {
+          return Effect.succeed(withResolveDetails(ToolResult.text(nothingToDiscardText), params))
         }
-      )
-    })
+        return Effect.fail(
+          Option.match(last, {
+            onNone: () => new NoPendingAction(),
+            onSome: ({ label, status }) =>
+              new NoPendingAction({
+                message: `No pending action to resolve: the last one, "${label}", was already ${status}. ` +
+                  `Nothing else is pending.`
+              })
+          })
+        )
+      }
+    )
   })
 
 const description = [
@@ -246,7 +292,8 @@ const description = [
   "- action \"discard\" drops it; nothing is changed.",
   "Give a one-sentence reason (it is shown to the user). Pass `extra` as null, except for a plan approval, which",
   "reads a JSON object given as text, for example \"{\\\"title\\\": \\\"my-plan\\\"}\".",
-  "If several previews are pending, each call resolves the most recent one.",
+  "Pass `id` as null to resolve the most recent preview; each preview names its id, so you can pass one to",
+  "resolve an older preview first.",
   "If applying fails, the preview stays pending: fix the cause and apply again, or discard it."
 ].join("\n")
 
@@ -271,9 +318,13 @@ const parameters: JSONSchema.JsonSchema7Root = {
     extra: {
       anyOf: [{ type: "string" }, { type: "null" }],
       description: `null, or a JSON object as text for the handler, such as ${extraExample} for a plan approval.`
+    },
+    id: {
+      anyOf: [{ type: "string" }, { type: "null" }],
+      description: "null for the most recent pending action, or the id of the one to resolve (the preview names it)."
     }
   },
-  required: ["action", "reason", "extra"],
+  required: ["action", "reason", "extra", "id"],
   additionalProperties: false
 }
 
@@ -296,7 +347,7 @@ export const ResolveTool = {
     const fast = decodeCommon(input)
     return fast !== undefined ? resolve(fast) : Effect.flatMap(decodeResolveParams(input), resolve)
   }
-} as const satisfies ToolDefinition<ResolveError | InvalidResolveParams, ToolChoiceQueue | StandingResolveHandler>
+} as const satisfies ToolDefinition<ResolveError | InvalidResolveParams, ResolveServices>
 
 /**
  * The tool list of a request: the requested tools in order (`resolve` and other hidden tools filtered out of the
@@ -333,7 +384,7 @@ const isAborted = (signal: AbortSignal | undefined): boolean => signal?.aborted 
  * @category running
  */
 export const runResolve = async <ER>(
-  runtime: ManagedRuntime.ManagedRuntime<ToolChoiceQueue | StandingResolveHandler, ER>,
+  runtime: ManagedRuntime.ManagedRuntime<ResolveServices, ER>,
   input: unknown,
   options: { readonly signal?: AbortSignal } = {}
 ): Promise<ToolResult.ToolResult> => {

@@ -6,10 +6,11 @@
  */
 // node's strict deepStrictEqual: chai's treats Option.none() as equal to Option.some(x).
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Exit, Fiber, Option, Ref } from "effect"
+import { Effect, Exit, Fiber, Ref } from "effect"
 import { deepStrictEqual } from "node:assert/strict"
 import {
   PendingAction,
+  PendingActions,
   queueResolveHandler,
   ResolveRuntime,
   ResolveTool,
@@ -134,7 +135,7 @@ describe("interruption at every yield point of resolve", () => {
       const fiber = yield* Effect.fork(ResolveTool.execute({ action: "apply", reason: "x" }))
       yield* Fiber.interrupt(fiber)
       assert.strictEqual(yield* handle.status, "pending")
-      assert.isTrue(Option.isSome(yield* queue.peekInFlightInvoker))
+      assert.isTrue(yield* Effect.flatMap(PendingActions, (pending) => pending.hasPending))
       yield* ResolveTool.execute({ action: "apply", reason: "again" })
       assert.strictEqual(yield* handle.status, "applied")
     }).pipe(Effect.provide(ResolveRuntime.layer)))

@@ -10,6 +10,7 @@ import { deepStrictEqual } from "node:assert/strict"
 import {
   ApplyFailed,
   PendingAction,
+  PendingActions,
   queueResolveHandler,
   ResolveRuntime,
   ResolveTool,
@@ -314,16 +315,20 @@ describe("steering faults", () => {
       const result = yield* ResolveTool.execute({ action: "apply", reason: "go" })
       assert.strictEqual(ToolResult.textOf(result), "applied")
     }).pipe(
-      Effect.provide(Layer.mergeAll(
-        ToolChoiceQueue.layer,
-        StandingResolveHandler.layer,
-        Layer.succeed(SteeringBus, {
-          steer: () => Effect.die(new Error("steering is down")),
-          drain: Effect.succeed([]),
-          pending: Effect.succeed([]),
-          messages: Stream.empty,
-          subscribe: Effect.succeed(Stream.empty)
-        } as SteeringBus.Service)
-      ))
+      Effect.provide(
+        PendingActions.layer().pipe(
+          Layer.provideMerge(Layer.mergeAll(
+            ToolChoiceQueue.layer,
+            StandingResolveHandler.layer,
+            Layer.succeed(SteeringBus, {
+              steer: () => Effect.die(new Error("steering is down")),
+              drain: Effect.succeed([]),
+              pending: Effect.succeed([]),
+              messages: Stream.empty,
+              subscribe: Effect.succeed(Stream.empty)
+            } as SteeringBus.Service)
+          ))
+        )
+      )
     ))
 })

@@ -16,15 +16,15 @@ import { deepStrictEqual } from "@effect/vitest/utils"
 import { Effect, Layer, Option, Redacted, Ref, Schema } from "effect"
 import {
   type PendingAction,
+  PendingActions,
+  PendingStoreError,
   ProviderToolChoice,
   queueResolveHandler,
   ResolveConfig,
   type ResolveConfigShape,
   ResolveTool,
-  SteeringBus,
   SteeringMessage,
   ToolChoice,
-  ToolChoiceQueue,
   ToolResult,
   TurnDriver
 } from "../../src/index.js"
@@ -35,7 +35,8 @@ const Edit = Tool.make("edit", {
   description: "Preview an edit of one file.",
   parameters: { file: Schema.String, text: Schema.String },
   success: Schema.String,
-  dependencies: [ToolChoiceQueue, SteeringBus]
+  failure: PendingStoreError, // staging fails only when a durable store does
+  dependencies: [PendingActions]
 })
 const Tools = Toolkit.make(Edit)
 

@@ -80,21 +80,18 @@ const rejectHook = (action: ModelAction) => (reason: RejectReason): "requeue" | 
   return action.status === "pending" ? "requeue" : "drop"
 }
 
-/** The model's prediction for a `resolve` call, applied to the model. */
+/** The model's prediction for a `resolve` call, applied to the model: the most recent pending action. */
 const modelResolve = (model: Model, action: "apply" | "discard", outcome: ApplyOutcome, reason: string): Expected => {
-  const serial = model.m.peekInvoker()
-  if (serial === undefined) {
+  const a = [...model.actions].reverse().find((candidate) => candidate.status === "pending")
+  if (a === undefined) {
     return model.standing ? { _tag: "Success", text: `standing ${action}` } : { _tag: "NoPendingAction" }
   }
-  const a = model.actions[model.byId.get(model.m.inFlight!.directive.id)!]!
-  if (a.status !== "pending") return { _tag: "NoPendingAction" }
   if (action === "discard") {
     if (a.reject === "fail") {
       model.reminders++
       return { _tag: "ToolError" }
     }
     a.status = "discarded"
-    model.m.markInvoked(serial)
     return {
       _tag: "Success",
       text: a.reject === "custom" ? "kept the file" : `Discarded: ${a.label}. Reason: ${reason}`
@@ -104,7 +101,6 @@ const modelResolve = (model: Model, action: "apply" | "discard", outcome: ApplyO
     case "ok":
       a.status = "applied"
       a.applied++
-      model.m.markInvoked(serial)
       return { _tag: "Success", text: `applied ${a.label}` }
     case "fail":
     case "die":
@@ -197,11 +193,6 @@ class StageCmd implements Cmd {
       const label = `Edit ${index}: 1 replacement in 1 file`
       const action: ModelAction = { label, source: this.source, reject: this.reject, status: "pending", applied: 0 }
       model.actions.push(action)
-      const id = model.m.push(["auto"], { label: `pending-action:${this.source}`, now: true }, {
-        invoker: true,
-        onRejected: rejectHook(action)
-      })!
-      model.byId.set(id, index)
       model.reminders++
       real.applied.push(0)
       const policy = this.reject
@@ -217,7 +208,13 @@ class StageCmd implements Cmd {
         })
       }))
       real.handles.push(handle)
-      assert.strictEqual(handle.id, id)
+      // The forcing directive carries the action's id, and is wanted while the action is pending.
+      model.m.push(["auto"], { label: `pending-action:${this.source}`, now: true, id: handle.id }, {
+        invoker: false,
+        active: () => action.status === "pending",
+        onRejected: rejectHook(action)
+      })
+      model.byId.set(handle.id, index)
     })
   toString = () => `stage(${this.source}, reject=${this.reject})`
 }

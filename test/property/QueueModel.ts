@@ -13,6 +13,8 @@ export interface ModelHooks {
   readonly onRejected?: (reason: RejectReason, model: QueueModel) => RejectDecision | undefined
   /** Whether the directive has an `onInvoked` handler. */
   readonly invoker: boolean
+  /** The directive's `active` option: wanted while it answers true. */
+  readonly active?: () => boolean
 }
 
 export interface ModelDirective {
@@ -39,11 +41,11 @@ export class QueueModel {
   serial = 0
 
   /** Returns the new id, or `undefined` for an empty directive (nothing queued). */
-  push(choices: ReadonlyArray<ToolChoice>, options: { label?: string; now?: boolean }, hooks: ModelHooks) {
+  push(choices: ReadonlyArray<ToolChoice>, options: { label?: string; now?: boolean; id?: string }, hooks: ModelHooks) {
     if (choices.length === 0) return undefined
     this.ids += 1
     const directive: ModelDirective = {
-      id: `directive-${this.ids}`,
+      id: options.id ?? `directive-${this.ids}`,
       label: options.label ?? "anonymous",
       choices: [...choices],
       next: 0,
@@ -69,8 +71,14 @@ export class QueueModel {
     this.finishRejected(f, reason)
   }
 
+  private wanted(d: ModelDirective): boolean {
+    return d.hooks.active === undefined || d.hooks.active()
+  }
+
   next(): ToolChoice | undefined {
     if (this.inFlight !== undefined) this.reject("error")
+    // A directive no longer wanted is dropped when it reaches the head, without callbacks.
+    while (this.queue[0] !== undefined && !this.wanted(this.queue[0])) this.queue.shift()
     const head = this.queue[0]
     if (head === undefined) return undefined
     const choice = head.choices[head.next]!
@@ -85,7 +93,9 @@ export class QueueModel {
     const f = this.inFlight
     if (f === undefined) return
     this.inFlight = undefined
-    if (f.directive.hooks.invoker && !f.invoked) {
+    if (
+      (f.directive.hooks.invoker && !f.invoked) || (f.directive.hooks.active !== undefined && this.wanted(f.directive))
+    ) {
       this.finishRejected(f, "not_invoked")
     } else {
       this.lastServedLabel = f.directive.label
@@ -132,6 +142,6 @@ export class QueueModel {
   }
 
   inspect(): Array<string> {
-    return this.queue.map((d) => d.label)
+    return this.queue.filter((d) => this.wanted(d)).map((d) => d.label)
   }
 }

@@ -103,24 +103,28 @@ describe("StandingResolveHandler (§4)", () => {
         assert.isTrue(Option.isSome(yield* standing.peek))
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
-    it.effect("an in-flight queued preview wins over the standing handler", () =>
+    it.effect("a pending preview wins over the standing handler, served or not", () =>
       Effect.gen(function*() {
         const queue = yield* ToolChoiceQueue
         const standing = yield* StandingResolveHandler
         const standingCalls = yield* Ref.make(0)
         yield* standing.set(() => Effect.as(Ref.update(standingCalls, (n) => n + 1), ToolResult.text("standing")))
-        yield* queueResolveHandler({
-          label: "Edit: 1 file",
-          sourceToolName: "edit",
-          apply: () => Effect.succeed(ToolResult.text("preview"))
-        })
-        // Staged but not yet served: only the in-flight directive is resolvable, so the standing handler answers.
-        assert.strictEqual(ToolResult.textOf(yield* resolve({ action: "apply", reason: "r" })), "standing")
+        const stage = (text: string) =>
+          queueResolveHandler({
+            label: "Edit: 1 file",
+            sourceToolName: "edit",
+            apply: () => Effect.succeed(ToolResult.text(text))
+          })
+        yield* stage("first preview")
+        // Staged, not yet served: the pending set is the truth, so the preview answers.
+        assert.strictEqual(ToolResult.textOf(yield* resolve({ action: "apply", reason: "r" })), "first preview")
+        yield* stage("second preview")
         yield* queue.nextToolChoice
-        assert.strictEqual(ToolResult.textOf(yield* resolve({ action: "apply", reason: "r" })), "preview")
-        assert.strictEqual(yield* Ref.get(standingCalls), 1)
+        assert.strictEqual(ToolResult.textOf(yield* resolve({ action: "apply", reason: "r" })), "second preview")
+        assert.strictEqual(yield* Ref.get(standingCalls), 0)
         yield* queue.resolve
-        // The preview is consumed, the standing handler is not.
+        // The previews are consumed, the standing handler is not.
+        assert.strictEqual(ToolResult.textOf(yield* resolve({ action: "apply", reason: "r" })), "standing")
         assert.strictEqual(ToolResult.textOf(yield* resolve({ action: "apply", reason: "r" })), "standing")
         assert.strictEqual(yield* Ref.get(standingCalls), 2)
       }).pipe(Effect.provide(ResolveRuntime.layer)))

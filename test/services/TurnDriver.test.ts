@@ -4,11 +4,12 @@ import { deepStrictEqual } from "@effect/vitest/utils"
 import { Deferred, Effect, Exit, Fiber, Layer, Option, Ref, Schedule, Schema, type Tracer } from "effect"
 import {
   PendingAction,
+  PendingActions,
+  PendingStoreError,
   queueResolveHandler,
   ResolveConfig,
   type ResolveConfigShape,
   StandingResolveHandler,
-  SteeringBus,
   SteeringMessage,
   ToolChoice,
   ToolChoiceQueue,
@@ -28,7 +29,8 @@ import * as ProviderToolChoice from "../../src/tools/ProviderToolChoice.js"
 const Edit = Tool.make("edit", {
   parameters: { file: Schema.String, text: Schema.String },
   success: Schema.String,
-  dependencies: [ToolChoiceQueue, SteeringBus]
+  failure: PendingStoreError, // staging fails only when a durable store does
+  dependencies: [PendingActions]
 })
 const Search = Tool.make("search", {
   parameters: { q: Schema.String },

@@ -13,7 +13,7 @@ describe("AiResolveTool", () => {
   it("the provider sees exactly ResolveTool's JSON Schema: every property required, extra nullable text", () => {
     const sent = Tool.getJsonSchema(AiResolveTool.ResolveAiTool as Tool.Any as any)
     deepStrictEqual(sent, ResolveTool.parameters)
-    deepStrictEqual((sent as { required?: unknown }).required, ["action", "reason", "extra"])
+    deepStrictEqual((sent as { required?: unknown }).required, ["action", "reason", "extra", "id"])
   })
 
   it.effect("in a plain generateText turn, resolve applies the in-flight preview", () =>

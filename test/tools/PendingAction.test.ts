@@ -5,6 +5,7 @@ import {
   ApplyFailed,
   NoPendingAction,
   PendingAction,
+  PendingActions,
   queueResolveHandler,
   type RejectReason,
   ResolveRuntime,
@@ -48,7 +49,10 @@ const observedSession = (log: Ref.Ref<ReadonlyArray<string>>) => {
       })
     })
   ).pipe(Layer.provide(SteeringBus.layer))
-  return Layer.mergeAll(bus, StandingResolveHandler.layer).pipe(Layer.provideMerge(queue))
+  return PendingActions.layer().pipe(
+    Layer.provideMerge(Layer.mergeAll(bus, StandingResolveHandler.layer)),
+    Layer.provideMerge(queue)
+  )
 }
 
 class Greeting extends Context.Tag("test/Greeting")<Greeting, string>() {}
@@ -84,7 +88,9 @@ describe("queueResolveHandler (§5)", () => {
       deepStrictEqual([info.id, info.label, info.requeues], [handle.id, "pending-action:ast_edit", 0])
       // One-shot: nothing of it stays queued.
       deepStrictEqual(yield* queue.inspect, ["earlier"])
-      assert.isTrue(Option.isSome(yield* queue.peekInFlightInvoker))
+      // The directive carries the action's id and no handler of its own: resolve reads the pending set.
+      assert.strictEqual(info.id, handle.id)
+      assert.isTrue(Option.isNone(yield* queue.peekInFlightInvoker))
     }).pipe(Effect.provide(ResolveRuntime.layer)))
 
   it.effect("steers the SPEC's reminder with { toolName }", () =>

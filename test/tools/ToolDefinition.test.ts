@@ -40,12 +40,13 @@ describe("ResolveTool (§6)", () => {
     assert.match(ResolveTool.description, /most recent/)
   })
 
-  it("has strict JSON Schema parameters: every property required, extra nullable text, nothing else", () => {
+  it("has strict JSON Schema parameters: every property required, extra and id nullable text, nothing else", () => {
     const schema = ResolveTool.parameters as any
     assert.strictEqual(schema.type, "object")
-    deepStrictEqual(schema.required, ["action", "reason", "extra"])
+    deepStrictEqual(schema.required, ["action", "reason", "extra", "id"])
     assert.isFalse(schema.additionalProperties)
-    deepStrictEqual(Object.keys(schema.properties).sort(), ["action", "extra", "reason"])
+    deepStrictEqual(Object.keys(schema.properties).sort(), ["action", "extra", "id", "reason"])
+    deepStrictEqual(schema.properties.id.anyOf, [{ type: "string" }, { type: "null" }])
     deepStrictEqual([...schema.properties.action.enum].sort(), ["apply", "discard"])
     assert.strictEqual(schema.properties.reason.type, "string")
     deepStrictEqual(schema.properties.extra.anyOf, [{ type: "string" }, { type: "null" }])

@@ -1,0 +1,956 @@
+/**
+ * The pending set of one session: every staged action by id, most recent first. It is the source of truth that
+ * `resolve`, the forcing of the `ToolChoiceQueue` and the turn driver's gate all read:
+ *
+ * - `resolve` takes the action its `id` names, else the most recent pending one, else (nothing pending) the
+ *   standing handler. Staging then resolving works with no model turn in between.
+ * - A preview's forcing directive is wanted while its action is pending (the queue's `active`): it is satisfied when
+ *   the action leaves `pending`, and dropped when it is gone, so the queue can never force `resolve` for nothing.
+ * - Apps read it: `list`, `get(id)`, and `changes`, a `Stream` of every change.
+ *
+ * In memory by default (`layer`); with a `PendingStore` (`layerDurable`: SQLite, Postgres) every action is a record,
+ * claimed with a conditional update so that one caller wins across processes, and a restarted session finds what was
+ * pending: actions of a registered durable `ActionKind` run again, closures (whose callbacks died with the process)
+ * are shown as `orphaned`, and an action a crashed process left `resolving` is reconciled by its kind's `recover`.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { PendingActions, queueResolveHandler, ResolveRuntime, ResolveTool, ToolResult } from "effect-resolve"
+ *
+ * const program = Effect.gen(function*() {
+ *   const first = yield* queueResolveHandler({
+ *     label: "Edit: a.ts",
+ *     sourceToolName: "edit",
+ *     apply: () => Effect.succeed(ToolResult.text("Wrote a.ts."))
+ *   })
+ *   yield* queueResolveHandler({
+ *     label: "Edit: b.ts",
+ *     sourceToolName: "edit",
+ *     apply: () => Effect.succeed(ToolResult.text("Wrote b.ts."))
+ *   })
+ *   const pending = yield* PendingActions
+ *   console.log((yield* pending.list).map((a) => `${a.id} ${a.status}`)) // b.ts, then a.ts, both pending
+ *   yield* ResolveTool.execute({ action: "apply", reason: "Right.", id: first.id }) // the older one, by id
+ * }).pipe(Effect.provide(ResolveRuntime.layer))
+ * ```
+ *
+ * @since 0.2.0
+ */
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import type * as Fiber from "effect/Fiber"
+import * as FiberRef from "effect/FiberRef"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import { randomBytes } from "node:crypto"
+import { hostname } from "node:os"
+import {
+  PendingActionNotPending,
+  type PendingStoreError,
+  type PendingSummary,
+  UnknownPendingAction
+} from "../domain/Errors.js"
+import type { PendingRecord, PendingStatus } from "../domain/PendingRecord.js"
+import type { ResolveError, ResolveParams } from "../domain/ResolveParams.js"
+import { resolveReminder } from "../domain/SteeringMessage.js"
+import { forceTool } from "../domain/ToolChoice.js"
+import * as ToolResult from "../domain/ToolResult.js"
+import { capText, messageOf } from "../internal/render.js"
+import * as ActionKind from "./ActionKind.js"
+import * as Invocation from "./internal/invocation.js"
+import { directiveLabel, type PendingActionHandle, type PendingActionSpec } from "./PendingAction.js"
+import { PendingStore } from "./PendingStore.js"
+import { ResolveConfig } from "./ResolveConfig.js"
+import { SteeringBus } from "./SteeringBus.js"
+import { type RejectDecision, type RejectReason, ToolChoiceQueue } from "./ToolChoiceQueue.js"
+
+// ---------------------------------------------------------------------------------------------------------------
+// Models
+// ---------------------------------------------------------------------------------------------------------------
+
+/**
+ * One pending action as apps see it.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface PendingActionInfo {
+  readonly id: string
+  readonly label: string
+  readonly sourceToolName: string
+  /** The durable kind, or `"closure"` for the in-process form. */
+  readonly kind: string
+  /** The text the model saw. */
+  readonly preview: string
+  readonly status: PendingStatus
+  /** How many `resolve` calls claimed it so far. */
+  readonly attempts: number
+  /** Epoch milliseconds, from `Clock`. */
+  readonly createdAt: number
+  readonly expiresAt: Option.Option<number>
+  /** The last result text or error message. */
+  readonly outcome: Option.Option<string>
+}
+
+/**
+ * How an action of a durable kind is staged.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface StageInfo {
+  readonly label: string
+  readonly sourceToolName: string
+  /** The text the model saw (a diff, a summary). */
+  readonly preview?: string
+  /** Resolving fails (status `expired`) once this much time has passed. */
+  readonly expiresIn?: Duration.DurationInput
+}
+
+/**
+ * What `resolve` falls back to when no id was given and nothing is pending: it gets the last action that left the
+ * pending set (for a message such as "X was already applied").
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Fallback<E, R> = (
+  last: Option.Option<{ readonly label: string; readonly status: PendingStatus }>
+) => Effect.Effect<ToolResult.ToolResult, E, R>
+
+/**
+ * @since 0.2.0
+ * @category tags
+ */
+export declare namespace PendingActions {
+  /**
+   * @since 0.2.0
+   * @category models
+   */
+  export interface Service {
+    /** The session the actions belong to (the key of a durable session). */
+    readonly session: string
+    /** Whether a `PendingStore` keeps the actions. */
+    readonly durable: boolean
+    /**
+     * Stages an action in the closure form: records it, pushes its forcing directive at the head of the queue
+     * (label `pending-action:<sourceToolName>`, one-shot, requeued while the action is pending; `"auto"` under
+     * `enforcement: "soft"`), then steers the resolve reminder. The callbacks run with the staging fiber's context.
+     */
+    readonly stage: <E, R>(spec: PendingActionSpec<E, R>) => Effect.Effect<PendingActionHandle, PendingStoreError, R>
+    /**
+     * Stages an action of a durable kind: plain data (`kind` + the payload encoded with its Schema) that a store
+     * keeps and a restarted session runs again (register the kind with `layerDurable`). Forcing and reminder as
+     * `stage`; a `standing` kind neither forces nor gates.
+     */
+    readonly stageKind: <P, I, E, R>(
+      kind: ActionKind.ActionKind<P, I, E, R>,
+      payload: P,
+      info: StageInfo
+    ) => Effect.Effect<PendingActionHandle, PendingStoreError, R>
+    /**
+     * Resolves the action `params.id` names (unknown: `UnknownPendingAction`; not pending: `PendingActionNotPending`),
+     * else the most recent pending one, else runs `fallback`. The action is claimed exactly once (across processes
+     * with a store), its callback runs interruptibly, and it ends `applied` / `discarded`, or `pending` again when
+     * the callback failed or was interrupted before `PendingAction.commit` (a failure steers the reminder again).
+     */
+    readonly resolveOr: <E, R>(
+      params: ResolveParams,
+      fallback: Fallback<E, R>
+    ) => Effect.Effect<ToolResult.ToolResult, ResolveError | E, R>
+    /** Whether an action that forces `resolve` is pending (or being resolved): the turn driver's gate. */
+    readonly hasPending: Effect.Effect<boolean>
+    /** How many actions this session staged so far. */
+    readonly staged: Effect.Effect<number>
+    /** Every action of the session, most recent first (from the store, when durable). */
+    readonly list: Effect.Effect<ReadonlyArray<PendingActionInfo>, PendingStoreError>
+    /** One action by id. */
+    readonly get: (id: string) => Effect.Effect<Option.Option<PendingActionInfo>, PendingStoreError>
+    /** Every change of an action's status from the moment the stream starts, as the action's new info. */
+    readonly changes: Stream.Stream<PendingActionInfo>
+    /**
+     * Ends an action that is not being resolved and not final (pending, orphaned, conflict) as `cleared`; `false`
+     * when it is unknown, final, or being resolved (it is then cleared when that call ends without applying).
+     */
+    readonly clear: (id: string) => Effect.Effect<boolean, PendingStoreError>
+    /** Durable: reads the session's records again (another process may have resolved one). In memory: nothing. */
+    readonly refresh: Effect.Effect<void, PendingStoreError>
+  }
+}
+
+/**
+ * The PendingActions service.
+ *
+ * @since 0.2.0
+ * @category tags
+ */
+export class PendingActions extends Context.Tag("effect-resolve/PendingActions")<
+  PendingActions,
+  PendingActions.Service
+>() {
+  /**
+   * A fresh, in-memory pending set per build (one session), on the session's queue and steering bus.
+   *
+   * @since 0.2.0
+   * @category layers
+   */
+  static readonly layer = (
+    options: { readonly session?: string } = {}
+  ): Layer.Layer<PendingActions, never, ToolChoiceQueue | SteeringBus> =>
+    Layer.scoped(PendingActions, Effect.orDie(Effect.suspend(() => make({ session: options.session }))))
+
+  /**
+   * A durable pending set: every action is a record of the `PendingStore` (SQLite, Postgres), claimed with a
+   * conditional update, and the session's records are restored when the layer is built (recovering what a crashed
+   * process left `resolving`). The kinds' requirements are the layer's.
+   *
+   * @since 0.2.0
+   * @category layers
+   */
+  static readonly layerDurable = <const Kinds extends ReadonlyArray<ActionKind.Any> = []>(
+    options: DurableOptions<Kinds>
+  ): Layer.Layer<
+    PendingActions,
+    PendingStoreError,
+    ToolChoiceQueue | SteeringBus | PendingStore | ActionKind.Requirements<Kinds>
+  > =>
+    Layer.scoped(
+      PendingActions,
+      Effect.gen(function*() {
+        const store = yield* PendingStore
+        const kindContext = yield* Effect.context<ActionKind.Requirements<Kinds>>()
+        return yield* make({
+          session: options.session,
+          store,
+          kinds: options.kinds ?? [],
+          kindContext: kindContext as Context.Context<never>,
+          lease: options.lease
+        })
+      })
+    )
+}
+
+/**
+ * Options of a durable pending set.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface DurableOptions<Kinds extends ReadonlyArray<ActionKind.Any>> {
+  /** The session: a restarted process that opens the same session finds its actions. */
+  readonly session: string
+  /** The durable kinds this app stages; an action of an unregistered kind is `orphaned` after a restart. */
+  readonly kinds?: Kinds
+  /**
+   * How long a claim holds before another process may recover the action (default 10 minutes). On one host a
+   * claim whose process is gone is recovered at once.
+   */
+  readonly lease?: Duration.DurationInput
+}
+
+/**
+ * Options of `make`.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export interface MakeOptions {
+  readonly session?: string | undefined
+  readonly store?: PendingStore.Service | undefined
+  readonly kinds?: ReadonlyArray<ActionKind.Any> | undefined
+  /** What the kinds need, for actions restored after a restart. */
+  readonly kindContext?: Context.Context<never> | undefined
+  readonly lease?: Duration.DurationInput | undefined
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Implementation
+// ---------------------------------------------------------------------------------------------------------------
+
+interface Runner {
+  readonly callbacks: Invocation.Callbacks<unknown, unknown>
+  readonly context: Context.Context<unknown>
+}
+
+/**
+ * An action's state. Mutable and closure-local to one `make`, read and changed only inside synchronous blocks, each
+ * atomic like a `Ref.modify` (see the ToolChoiceQueue's `State`): this is every preview's hot path (bench/).
+ */
+interface Entry {
+  readonly id: string
+  readonly label: string
+  readonly sourceToolName: string
+  readonly kind: string
+  readonly preview: string
+  readonly createdAt: number
+  readonly expiresAt: number | undefined
+  readonly standing: boolean
+  status: PendingStatus
+  attempts: number
+  /** The last result or failure, rendered when read (a durable session renders it at once, for the store). */
+  outcome: string | (() => string) | undefined
+  /** Cleared while a resolve call was running: it ends `cleared` unless that call applies it. */
+  dropped: boolean
+  /** What runs it; `undefined` for an action restored without its callbacks. */
+  runner: Runner | undefined
+}
+
+const infoOf = (entry: Entry): PendingActionInfo => ({
+  id: entry.id,
+  label: entry.label,
+  sourceToolName: entry.sourceToolName,
+  kind: entry.kind,
+  preview: entry.preview,
+  status: entry.status,
+  attempts: entry.attempts,
+  createdAt: entry.createdAt,
+  expiresAt: Option.fromNullable(entry.expiresAt),
+  outcome: Option.fromNullable(typeof entry.outcome === "function" ? entry.outcome() : entry.outcome)
+})
+
+const recordOf = (entry: Entry, session: string, payload: unknown): PendingRecord => ({
+  id: entry.id,
+  session,
+  kind: entry.kind,
+  label: entry.label,
+  sourceToolName: entry.sourceToolName,
+  preview: entry.preview,
+  payload,
+  status: "pending",
+  attempts: 0,
+  owner: null,
+  leaseUntil: null,
+  createdAt: entry.createdAt,
+  updatedAt: entry.createdAt,
+  expiresAt: entry.expiresAt ?? null,
+  outcome: null
+})
+
+/** Owners of claims that belong to a live `PendingActions` of this process (see `ownerIsGone`). */
+const liveOwners = new Set<string>()
+
+const thisHost = hostname()
+
+/**
+ * Whether the process that holds a claim is gone: `owner` is `<host>:<pid>:<random>`; on this host, a pid that no
+ * longer exists (`ESRCH`), or this very process with an owner no live pending set has. Elsewhere only the lease tells.
+ */
+const ownerIsGone = (owner: string): boolean => {
+  const parts = owner.split(":")
+  if (parts.length < 3) return false
+  const pid = Number(parts[parts.length - 2])
+  const host = parts.slice(0, -2).join(":")
+  if (host !== thisHost || !Number.isSafeInteger(pid) || pid <= 0) return false
+  if (pid === process.pid) return !liveOwners.has(owner)
+  try {
+    process.kill(pid, 0)
+    return false
+  } catch (error) {
+    return (error as { code?: unknown }).code === "ESRCH"
+  }
+}
+
+const defaultLease = Duration.minutes(10)
+
+// Store writes after the world changed (a settle) are retried: a lost one leaves the record `resolving` until
+// recovery reconciles it.
+const storeRetry = Schedule.intersect(Schedule.exponential(Duration.millis(20)), Schedule.recurs(4))
+
+/**
+ * Builds a session's pending set on the current queue and steering bus. Prefer `layer` / `layerDurable`.
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const make = (
+  options: MakeOptions = {}
+): Effect.Effect<PendingActions.Service, PendingStoreError, ToolChoiceQueue | SteeringBus | Scope.Scope> =>
+  Effect.gen(function*() {
+    const queue = yield* ToolChoiceQueue
+    const bus = yield* SteeringBus
+    const clock = yield* Effect.clock
+    const startConfig = yield* ResolveConfig
+    const store = options.store
+    const session = options.session ?? `session-${randomBytes(6).toString("base64url")}`
+    const prefix = `pa_${randomBytes(9).toString("base64url")}_`
+    const owner = `${thisHost}:${process.pid}:${randomBytes(6).toString("base64url")}`
+    const lease = Duration.toMillis(options.lease ?? defaultLease)
+    const kinds = new Map((options.kinds ?? []).map((kind) => [kind.name, kind] as const))
+    const kindContext = (options.kindContext ?? Context.empty()) as Context.Context<unknown>
+    yield* Effect.acquireRelease(
+      Effect.sync(() => liveOwners.add(owner)),
+      () => Effect.sync(() => liveOwners.delete(owner))
+    )
+    const hub = yield* Effect.acquireRelease(PubSub.unbounded<PendingActionInfo>(), PubSub.shutdown)
+    let listeners = 0
+
+    const entries = new Map<string, Entry>()
+    /** Forcing (non-standing) entries in staging order; the top is the most recent. Popped lazily. */
+    const stack: Array<Entry> = []
+    let lastSettled: Entry | undefined
+    let count = 0
+    let stagedTotal = 0
+
+    const now = () => clock.unsafeCurrentTimeMillis()
+    const publish = (entry: Entry) => {
+      if (listeners > 0) hub.unsafeOffer(infoOf(entry))
+    }
+    const isDue = (entry: Entry) => entry.expiresAt !== undefined && now() >= entry.expiresAt
+    // Durable writes owed by synchronous blocks (an expiry noticed while looking for the most recent action).
+    let owed: Array<Entry> = []
+    const expire = (entry: Entry) => {
+      entry.status = "expired"
+      publish(entry)
+      if (store !== undefined) owed.push(entry)
+    }
+    const payOwed: Effect.Effect<void> = Effect.suspend(() => {
+      if (owed.length === 0) return Effect.void
+      const due = owed
+      owed = []
+      return Effect.forEach(due, (entry) => write(entry.id, ["pending"], "expired"), { discard: true })
+    })
+
+    // A store transition that must not fail the caller: logged, and the mirror keeps what it decided.
+    const write = (id: string, from: ReadonlyArray<PendingStatus>, to: PendingStatus): Effect.Effect<void> =>
+      store === undefined ? Effect.void : Effect.catchAllCause(
+        Effect.retry(store.transition({ id, from, to, now: now() }), storeRetry),
+        (cause) => Effect.logError(`effect-resolve: could not record ${id} as ${to} in the pending store`, cause)
+      ).pipe(Effect.asVoid)
+
+    const wanted = (entry: Entry): boolean =>
+      !entry.standing && (entry.status === "resolving" || (entry.status === "pending" && !isDue(entry)))
+
+    /** The most recent forcing action that is pending or being resolved; settled ones leave the stack. */
+    const mostRecent = (): Entry | undefined => {
+      for (let top = stack[stack.length - 1]; top !== undefined; top = stack[stack.length - 1]) {
+        if (top.status === "pending" && isDue(top)) expire(top)
+        if (top.status === "pending" || top.status === "resolving") return top
+        stack.pop()
+        lastSettled = top
+      }
+      return undefined
+    }
+
+    const pendingNow = (): ReadonlyArray<PendingSummary> => {
+      const out: Array<PendingSummary> = []
+      for (let i = stack.length - 1; i >= 0; i--) {
+        const entry = stack[i]!
+        if (entry.status === "pending" && !isDue(entry)) out.push({ id: entry.id, label: entry.label })
+      }
+      return out
+    }
+
+    const notPending = (entry: Entry) =>
+      new PendingActionNotPending({ id: entry.id, label: entry.label, status: entry.status, pending: pendingNow() })
+
+    // ---- staging ---------------------------------------------------------------------------------------------
+
+    const onRejected = (entry: Entry, reason: RejectReason): Effect.Effect<RejectDecision> => {
+      if (reason === "cleared" || reason === "removed") {
+        if (entry.status === "pending") {
+          entry.status = "cleared"
+          publish(entry)
+          return Effect.as(write(entry.id, ["pending"], "cleared"), "drop")
+        }
+        if (entry.status === "resolving") entry.dropped = true
+        return drop
+      }
+      return entry.status === "pending" || entry.status === "resolving" ? requeue : drop
+    }
+
+    const pushDirective = (entry: Entry, soft: boolean) =>
+      queue.pushOnce(soft ? "auto" : forceTool("resolve"), {
+        id: entry.id,
+        label: directiveLabel(entry.sourceToolName),
+        now: true,
+        active: () => wanted(entry),
+        onRejected: (reason) => onRejected(entry, reason)
+      })
+
+    const register = (entry: Entry) => {
+      entries.set(entry.id, entry)
+      if (!entry.standing) stack.push(entry)
+      stagedTotal++
+      publish(entry)
+    }
+
+    const handleOf = (entry: Entry): PendingActionHandle => ({
+      id: entry.id,
+      label: entry.label,
+      sourceToolName: entry.sourceToolName,
+      status: Effect.sync(() => entry.status)
+    })
+
+    const newEntry = (
+      info: { readonly label: string; readonly sourceToolName: string },
+      kind: string,
+      preview: string | undefined,
+      expiresIn: Duration.DurationInput | undefined,
+      standing: boolean
+    ): Entry => {
+      const createdAt = now()
+      return {
+        id: `${prefix}${++count}`,
+        label: info.label,
+        sourceToolName: info.sourceToolName,
+        kind,
+        preview: preview ?? "",
+        createdAt,
+        expiresAt: expiresIn === undefined ? undefined : createdAt + Duration.toMillis(expiresIn),
+        standing,
+        status: "pending",
+        attempts: 0,
+        outcome: undefined,
+        dropped: false,
+        runner: undefined
+      }
+    }
+
+    // Records (durable), registers, pushes the forcing directive, steers the reminder; in one uninterruptible
+    // region, so an action is never recorded without its directive.
+    const commitStage = (
+      entry: Entry,
+      payload: unknown,
+      context: Context.Context<unknown>
+    ): Effect.Effect<PendingActionHandle, PendingStoreError> => {
+      const soft = Context.get(context as Context.Context<never>, ResolveConfig).enforcement === "soft"
+      const publishAll = (): Effect.Effect<PendingActionHandle> => {
+        register(entry)
+        if (entry.standing) return Effect.succeed(handleOf(entry))
+        return Effect.flatMap(
+          pushDirective(entry, soft),
+          () => Effect.as(bus.steer(resolveReminder(entry.sourceToolName)), handleOf(entry))
+        )
+      }
+      return store === undefined ?
+        publishAll() :
+        Effect.uninterruptible(
+          Effect.flatMap(store.insert(recordOf(entry, session, payload)), () => Effect.suspend(publishAll))
+        )
+    }
+
+    const stage = <E, R>(spec: PendingActionSpec<E, R>): Effect.Effect<PendingActionHandle, PendingStoreError, R> =>
+      Effect.withFiberRuntime((fiber) => {
+        const context = fiber.getFiberRef(FiberRef.currentContext) as Context.Context<unknown>
+        const entry = newEntry(spec, ActionKind.closureKind, spec.preview, spec.expiresIn, false)
+        entry.runner = { callbacks: spec as Invocation.Callbacks<unknown, unknown>, context }
+        return commitStage(entry, null, context)
+      })
+
+    const kindRunner = <P>(
+      kind: ActionKind.ActionKind<P, any, any, any>,
+      payload: P,
+      entry: Entry,
+      context: Context.Context<unknown>
+    ): Runner => {
+      const call = (reason: string, extra: ResolveParams["extra"] & {}) => ({
+        id: entry.id,
+        reason,
+        extra,
+        attempt: entry.attempts
+      })
+      const reject = kind.reject
+      return {
+        callbacks: {
+          label: entry.label,
+          sourceToolName: entry.sourceToolName,
+          apply: (reason, extra) => kind.apply(payload, call(reason, extra)),
+          ...(reject === undefined ? {} : { reject: (reason, extra) => reject(payload, call(reason, extra)) })
+        },
+        context
+      }
+    }
+
+    const stageKind = <P, I, E, R>(
+      kind: ActionKind.ActionKind<P, I, E, R>,
+      payload: P,
+      info: StageInfo
+    ): Effect.Effect<PendingActionHandle, PendingStoreError, R> =>
+      Effect.withFiberRuntime((fiber) => {
+        const context = fiber.getFiberRef(FiberRef.currentContext) as Context.Context<unknown>
+        const entry = newEntry(info, kind.name, info.preview, info.expiresIn, kind.standing === true)
+        entry.runner = kindRunner(kind, payload, entry, context)
+        if (store === undefined) return commitStage(entry, null, context)
+        // The payload is stored encoded; a payload its own Schema cannot encode is a bug of the producer.
+        return Effect.flatMap(
+          Effect.orDie(Schema.encode(kind.payload as Schema.Schema<P, I>)(payload)),
+          (encoded) => commitStage(entry, encoded, context)
+        )
+      })
+
+    // ---- resolving -------------------------------------------------------------------------------------------
+
+    const outcomeText = (result: ToolResult.ToolResult) => capText(ToolResult.textOf(result))
+
+    // Records how a claim ended. Never fails: the world has changed, and a lost write leaves the record
+    // `resolving` for recovery to reconcile.
+    const settleStore = (entry: Entry, to: PendingStore.SettleStatus, outcome: string | undefined) =>
+      store === undefined ? Effect.void : Effect.matchCauseEffect(
+        Effect.retry(
+          store.settle({ id: entry.id, owner, to, outcome: Option.fromNullable(outcome), now: now() }),
+          storeRetry
+        ),
+        {
+          onFailure: (cause) =>
+            Effect.logError(
+              `effect-resolve: could not record ${entry.id} as ${to}; it stays resolving in the store until a ` +
+                "restart recovers it",
+              cause
+            ),
+          onSuccess: (settled) =>
+            settled ?
+              Effect.void :
+              Effect.logWarning(`effect-resolve: ${entry.id} was recovered by another process while it was resolved`)
+        }
+      )
+
+    const finish = (entry: Entry, status: PendingStatus, outcome: Entry["outcome"]) => {
+      entry.status = status
+      entry.outcome = outcome
+      entry.dropped = false
+      publish(entry)
+    }
+
+    const runClaimed = (
+      entry: Entry,
+      runner: Runner,
+      invocation: ResolveParams,
+      restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
+      fiber: Fiber.RuntimeFiber<unknown, unknown>
+    ): Effect.Effect<ToolResult.ToolResult, ResolveError> => {
+      const run = Invocation.attempt(runner.callbacks, invocation)
+      // Providing the staging context merges it into the caller's (about 3.5 µs, bench/); the usual caller (the same
+      // fiber or runtime stages and resolves) already runs with that very context.
+      const provided = fiber.getFiberRef(FiberRef.currentContext) === runner.context ?
+        run as Effect.Effect<ToolResult.ToolResult | Option.Option<ToolResult.ToolResult>, unknown> :
+        Effect.provide(run, runner.context)
+      const done = invocation.action === "apply" ? "applied" : "discarded"
+      return Invocation.withCommitMarker(fiber, restore(provided), {
+        onSuccess: (value) => {
+          const result = Invocation.settled(entry, invocation, value)
+          if (store === undefined) {
+            finish(entry, done, () => outcomeText(result))
+            return Effect.succeed(result)
+          }
+          const outcome = outcomeText(result)
+          finish(entry, done, outcome)
+          return Effect.as(settleStore(entry, done, outcome), result)
+        },
+        onFailure: (cause, marker): Effect.Effect<never, ResolveError> => {
+          // Settle first: nothing below may leave the action `resolving`.
+          const dropped = entry.dropped
+          const status: PendingStatus = marker.committed ? done : dropped ? "cleared" : "pending"
+          const failed = Invocation.failedWith(entry, invocation, cause)
+          const interrupted = Cause.isInterruptedOnly(cause)
+          const outcome = interrupted ? undefined : messageOf(Cause.squash(cause))
+          finish(entry, status, outcome)
+          const recorded = store === undefined ? Effect.void : status === "cleared" ?
+            Effect.zipRight(settleStore(entry, "pending", outcome), write(entry.id, ["pending"], "cleared")) :
+            settleStore(entry, status === "pending" ? "pending" : done, outcome)
+          // Still pending after a failure: remind the model (not after an interruption, nor for a dropped action,
+          // where a reminder would point at nothing). The forcing directive is requeued when the turn ends.
+          const remind = status === "pending" && !interrupted ?
+            Effect.asVoid(bus.steer(resolveReminder(entry.sourceToolName))) :
+            Effect.void
+          return Effect.zipRight(Effect.zipRight(recorded, remind), failed)
+        }
+      })
+    }
+
+    // A record another process changed: the mirror takes the store's view.
+    const adopt = (entry: Entry, record: PendingRecord) => {
+      if (entry.status !== record.status || entry.attempts !== record.attempts) {
+        entry.status = record.status
+        entry.attempts = record.attempts
+        entry.outcome = record.outcome ?? undefined
+        publish(entry)
+      }
+    }
+
+    const claimInStore = (
+      entry: Entry,
+      runner: Runner,
+      invocation: ResolveParams,
+      restore: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>,
+      fiber: Fiber.RuntimeFiber<unknown, unknown>,
+      store: PendingStore.Service
+    ): Effect.Effect<ToolResult.ToolResult, ResolveError> => {
+      const at = now()
+      return Effect.matchCauseEffect(store.claim({ id: entry.id, owner, leaseUntil: at + lease, now: at }), {
+        onFailure: (cause) => {
+          finish(entry, "pending", entry.outcome)
+          entry.attempts--
+          return Effect.failCause(cause)
+        },
+        onSuccess: (claimed) => {
+          if (Option.isSome(claimed)) {
+            entry.attempts = claimed.value.attempts
+            return runClaimed(entry, runner, invocation, restore, fiber)
+          }
+          // Another process won, or the record left `pending` meanwhile: take the store's view, and say why. A
+          // record still `pending` refused a claim only because it expired.
+          entry.status = "pending"
+          entry.attempts--
+          return Effect.flatMap(Effect.orElseSucceed(store.get(entry.id), () => Option.none()), (record) => {
+            if (Option.isSome(record)) adopt(entry, record.value)
+            if (entry.status === "pending") expire(entry)
+            return Effect.zipRight(payOwed, Effect.fail(notPending(entry)))
+          })
+        }
+      })
+    }
+
+    const discardOrphan = (entry: Entry, invocation: ResolveParams): Effect.Effect<ToolResult.ToolResult> => {
+      const result = Invocation.settled(entry, invocation, Option.none())
+      finish(entry, "discarded", outcomeText(result))
+      return Effect.as(write(entry.id, ["orphaned"], "discarded"), result)
+    }
+
+    const invoke = (entry: Entry, invocation: ResolveParams): Effect.Effect<ToolResult.ToolResult, ResolveError> =>
+      Effect.uninterruptibleMask((restore) =>
+        Effect.withFiberRuntime<ToolResult.ToolResult, ResolveError>((fiber) => {
+          if (entry.status === "pending" && isDue(entry)) expire(entry)
+          const runner = entry.runner
+          if (entry.status !== "pending" || runner === undefined) {
+            if (entry.status === "orphaned" && invocation.action === "discard") {
+              return discardOrphan(entry, invocation)
+            }
+            return Effect.zipRight(payOwed, Effect.fail(notPending(entry)))
+          }
+          entry.status = "resolving"
+          entry.attempts++
+          publish(entry)
+          try {
+            return store === undefined ?
+              runClaimed(entry, runner, invocation, restore, fiber) :
+              claimInStore(entry, runner, invocation, restore, fiber, store)
+          } catch (defect) {
+            // Unreachable by design (callbacks are called through `Invocation.attempt`); the claim is undone.
+            finish(entry, entry.dropped ? "cleared" : "pending", entry.outcome)
+            return Invocation.failedWith(entry, invocation, Cause.die(defect))
+          }
+        })
+      )
+
+    const unknownAction = (id: string) => new UnknownPendingAction({ id, pending: pendingNow() })
+
+    // Durable: an id the mirror does not know may be a record of this session staged by another process.
+    const lookup = (id: string, store: PendingStore.Service) =>
+      Effect.flatMap(store.get(id), (record) => {
+        if (Option.isNone(record) || record.value.session !== session) return Effect.fail(unknownAction(id))
+        return Effect.succeed(restoreEntry(record.value))
+      })
+
+    const resolveOr = <E, R>(
+      params: ResolveParams,
+      fallback: Fallback<E, R>
+    ): Effect.Effect<ToolResult.ToolResult, ResolveError | E, R> =>
+      Effect.suspend((): Effect.Effect<ToolResult.ToolResult, ResolveError | E, R> => {
+        const id = params.id
+        if (id !== undefined) {
+          const entry = entries.get(id)
+          if (entry !== undefined) return invoke(entry, params)
+          return store === undefined ?
+            Effect.fail(unknownAction(id)) :
+            Effect.flatMap(lookup(id, store), (restored) => invoke(restored, params))
+        }
+        const entry = mostRecent()
+        if (entry !== undefined) return invoke(entry, params)
+        const last = lastSettled === undefined ?
+          Option.none() :
+          Option.some({ label: lastSettled.label, status: lastSettled.status })
+        return owed.length === 0 ? fallback(last) : Effect.zipRight(payOwed, fallback(last))
+      })
+
+    // ---- restoring a durable session ---------------------------------------------------------------------------
+
+    // An entry for a stored record; a pending record whose callbacks are gone (a closure, an unregistered kind, a
+    // payload that no longer decodes) has no runner.
+    const restoreEntry = (record: PendingRecord): Entry => {
+      const known = entries.get(record.id)
+      if (known !== undefined) return known
+      const kind = kinds.get(record.kind)
+      const entry: Entry = {
+        id: record.id,
+        label: record.label,
+        sourceToolName: record.sourceToolName,
+        kind: record.kind,
+        preview: record.preview,
+        createdAt: record.createdAt,
+        expiresAt: record.expiresAt ?? undefined,
+        standing: kind?.standing === true,
+        status: record.status,
+        attempts: record.attempts,
+        outcome: record.outcome ?? undefined,
+        dropped: false,
+        runner: undefined
+      }
+      if (kind !== undefined) {
+        const decoded = Schema.decodeUnknownOption(kind.payload)(record.payload)
+        if (Option.isSome(decoded)) entry.runner = kindRunner(kind, decoded.value, entry, kindContext)
+      }
+      entries.set(entry.id, entry)
+      if (!entry.standing) stack.push(entry)
+      return entry
+    }
+
+    // What became of an action a dead owner left `resolving`: its kind's `recover`, or `conflict` when nothing can
+    // tell (a closure, a kind without `recover`, a payload that no longer decodes).
+    const recover = (record: PendingRecord): Effect.Effect<ActionKind.Recovery> => {
+      const kind = kinds.get(record.kind)
+      if (kind === undefined || kind.recover === undefined) return Effect.succeed("conflict")
+      const decoded = Schema.decodeUnknownOption(kind.payload)(record.payload)
+      if (Option.isNone(decoded)) return Effect.succeed("conflict")
+      return Effect.catchAllCause(
+        Effect.provide(kind.recover(decoded.value, { id: record.id, attempts: record.attempts }), kindContext),
+        (cause) =>
+          Effect.as(
+            Effect.logError(`effect-resolve: recovering ${record.id} failed; it is left in conflict`, cause),
+            "conflict"
+          )
+      ) as Effect.Effect<ActionKind.Recovery>
+    }
+
+    const reconcile = (
+      record: PendingRecord,
+      store: PendingStore.Service
+    ): Effect.Effect<PendingRecord, PendingStoreError> =>
+      Effect.gen(function*() {
+        if (record.status === "resolving") {
+          const gone = record.owner !== null && (ownerIsGone(record.owner) || (record.leaseUntil ?? 0) <= now())
+          if (!gone) return record
+          const verdict = yield* recover(record)
+          yield* store.transition({
+            id: record.id,
+            from: ["resolving"],
+            to: verdict,
+            owner: Option.some(record.owner!),
+            now: now()
+          })
+        } else if (record.status === "pending") {
+          const kind = kinds.get(record.kind)
+          const runnable = kind !== undefined && Option.isSome(Schema.decodeUnknownOption(kind.payload)(record.payload))
+          if (!runnable) yield* store.transition({ id: record.id, from: ["pending"], to: "orphaned", now: now() })
+        }
+        return Option.getOrElse(yield* store.get(record.id), () => record)
+      })
+
+    if (store !== undefined) {
+      // Oldest first, so that the most recent pending action ends at the head of the queue.
+      const records = [...(yield* store.list(session))].reverse()
+      for (const stored of records) {
+        const record = yield* reconcile(stored, store)
+        const entry = restoreEntry(record)
+        if (entry.status === "pending" && !entry.standing) {
+          yield* pushDirective(entry, startConfig.enforcement === "soft")
+        }
+      }
+    }
+
+    const refresh: Effect.Effect<void, PendingStoreError> = store === undefined ?
+      Effect.void :
+      Effect.flatMap(store.list(session), (records) =>
+        Effect.sync(() => {
+          for (const record of records) {
+            const entry = entries.get(record.id)
+            if (entry === undefined) restoreEntry(record)
+            // A claim of this process is the mirror's own; anything else is the store's view.
+            else if (entry.status !== "resolving") adopt(entry, record)
+          }
+        }))
+
+    const list: Effect.Effect<ReadonlyArray<PendingActionInfo>, PendingStoreError> = Effect.zipRight(
+      refresh,
+      Effect.sync(() => {
+        const all = [...entries.values()].reverse()
+        for (const entry of all) if (entry.status === "pending" && isDue(entry)) expire(entry)
+        return all.map(infoOf)
+      })
+    ).pipe(Effect.tap(() => payOwed))
+
+    const clear = (id: string): Effect.Effect<boolean, PendingStoreError> =>
+      Effect.suspend(() => {
+        const entry = entries.get(id)
+        if (entry === undefined) return Effect.succeed(false)
+        if (entry.status === "resolving") {
+          entry.dropped = true
+          return Effect.succeed(false)
+        }
+        if (entry.status !== "pending" && entry.status !== "orphaned" && entry.status !== "conflict") {
+          return Effect.succeed(false)
+        }
+        const from = entry.status
+        finish(entry, "cleared", entry.outcome)
+        return store === undefined ?
+          Effect.succeed(true) :
+          Effect.as(store.transition({ id, from: [from], to: "cleared", now: now() }), true)
+      })
+
+    return PendingActions.of({
+      session,
+      durable: store !== undefined,
+      stage,
+      stageKind,
+      resolveOr,
+      hasPending: Effect.sync(() => mostRecent() !== undefined),
+      staged: Effect.sync(() => stagedTotal),
+      list,
+      get: (id) => Effect.map(list, (all) => Option.fromNullable(all.find((info) => info.id === id))),
+      changes: Stream.unwrapScoped(
+        Effect.map(
+          Effect.zipLeft(
+            PubSub.subscribe(hub),
+            Effect.acquireRelease(Effect.sync(() => listeners++), () => Effect.sync(() => listeners--))
+          ),
+          (subscription) => Stream.fromQueue(subscription)
+        )
+      ),
+      clear,
+      refresh
+    })
+  })
+
+const drop = Effect.succeed<RejectDecision>("drop")
+const requeue = Effect.succeed<RejectDecision>("requeue")
+
+/**
+ * Stages a pending action in the closure form in the current session (see `PendingActions.stage`): pushes a
+ * one-shot forced `resolve` directive at the head of the queue (label `pending-action:<sourceToolName>`, requeued
+ * while the action is pending), then steers the resolve reminder. A `resolve` call claims the action exactly once;
+ * a failed or interrupted call leaves it pending, and a failed one steers the reminder again. With
+ * `ResolveConfig.enforcement` `"soft"` the directive serves `"auto"` instead: the turn driver forces `resolve` only
+ * after a turn that ignored it.
+ *
+ * @since 0.1.0
+ * @category constructors
+ */
+export const queueResolveHandler = <E, R>(
+  spec: PendingActionSpec<E, R>
+): Effect.Effect<PendingActionHandle, PendingStoreError, PendingActions | R> =>
+  // No generator and no span: staging is on every preview's hot path (bench/).
+  Effect.withFiberRuntime((fiber) =>
+    Context.get(fiber.getFiberRef(FiberRef.currentContext) as Context.Context<PendingActions>, PendingActions).stage(
+      spec
+    )
+  )
+
+/**
+ * Stages an action of a durable kind in the current session (see `PendingActions.stageKind`).
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const stageKind = <P, I, E, R>(
+  kind: ActionKind.ActionKind<P, I, E, R>,
+  payload: P,
+  info: StageInfo
+): Effect.Effect<PendingActionHandle, PendingStoreError, PendingActions | R> =>
+  Effect.flatMap(PendingActions, (pending) => pending.stageKind(kind, payload, info))
