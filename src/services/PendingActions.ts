@@ -176,6 +176,8 @@ export declare namespace PendingActions {
     readonly get: (id: string) => Effect.Effect<Option.Option<PendingActionInfo>, PendingStoreError>
     /** Every change of an action's status from the moment the stream starts, as the action's new info. */
     readonly changes: Stream.Stream<PendingActionInfo>
+    /** A subscription that sees every change from the moment it is taken, even before the stream is read. */
+    readonly subscribe: Effect.Effect<Stream.Stream<PendingActionInfo>, never, Scope.Scope>
     /**
      * Ends an action that is not being resolved and not final (pending, orphaned, conflict) as `cleared`; `false`
      * when it is unknown, final, or being resolved (it is then cleared when that call ends without applying).
@@ -876,6 +878,15 @@ export const make = (
       })
     ).pipe(Effect.tap(() => payOwed))
 
+    // Info objects are built only while someone listens (staging is every preview's hot path).
+    const subscribe: Effect.Effect<Stream.Stream<PendingActionInfo>, never, Scope.Scope> = Effect.map(
+      Effect.zipLeft(
+        PubSub.subscribe(hub),
+        Effect.acquireRelease(Effect.sync(() => listeners++), () => Effect.sync(() => listeners--))
+      ),
+      (subscription) => Stream.fromQueue(subscription)
+    )
+
     const clear = (id: string): Effect.Effect<boolean, PendingStoreError> =>
       Effect.suspend(() => {
         const entry = entries.get(id)
@@ -904,15 +915,8 @@ export const make = (
       staged: Effect.sync(() => stagedTotal),
       list,
       get: (id) => Effect.map(list, (all) => Option.fromNullable(all.find((info) => info.id === id))),
-      changes: Stream.unwrapScoped(
-        Effect.map(
-          Effect.zipLeft(
-            PubSub.subscribe(hub),
-            Effect.acquireRelease(Effect.sync(() => listeners++), () => Effect.sync(() => listeners--))
-          ),
-          (subscription) => Stream.fromQueue(subscription)
-        )
-      ),
+      changes: Stream.unwrapScoped(subscribe),
+      subscribe,
       clear,
       refresh
     })
