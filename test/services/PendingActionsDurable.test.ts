@@ -1,0 +1,290 @@
+/**
+ * A durable pending set on each store (memory shared across "restarts", a SQLite file, a Postgres schema): what a
+ * session staged comes back when the session is opened again, actions of a registered kind run again, closures are
+ * orphaned, and an action a dead process left `resolving` is recovered by its kind.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { deepStrictEqual } from "@effect/vitest/utils"
+import { Context, Effect, Exit, Layer, Option, Ref, Schema, Scope } from "effect"
+import { spawnSync } from "node:child_process"
+import { hostname } from "node:os"
+import * as path from "node:path"
+import { afterAll } from "vitest"
+import {
+  ActionKind,
+  PendingActionNotPending,
+  PendingActions,
+  PendingStore,
+  queueResolveHandler,
+  ResolveRuntime,
+  ResolveTool,
+  stageKind,
+  ToolChoiceQueue,
+  ToolResult
+} from "../../src/index.js"
+import { makeMemory } from "../../src/services/PendingStore.js"
+import * as PostgresStore from "../../src/stores/PostgresStore.js"
+import * as SqliteStore from "../../src/stores/SqliteStore.js"
+import { tempDir } from "../stores/subjects.js"
+import { postgresForTests, postgresSuiteName } from "../support/pgTest.js"
+import { freshSchema } from "../support/postgres.js"
+
+/** Where the "note" kind writes: a service the kind needs, provided to the durable layer. */
+class Notes extends Context.Tag("test/Notes")<Notes, Ref.Ref<ReadonlyArray<string>>>() {}
+
+let recovery: ActionKind.Recovery = "applied"
+
+const Note = ActionKind.make({
+  name: "note",
+  payload: Schema.Struct({ text: Schema.String }),
+  apply: ({ text }, call) =>
+    Effect.flatMap(
+      Notes,
+      (notes) =>
+        Effect.as(
+          Ref.update(notes, (all) => [...all, `${text} (${call.reason}, attempt ${call.attempt})`]),
+          ToolResult.text(`noted ${text}`)
+        )
+    ),
+  recover: () => Effect.sync(() => recovery)
+})
+
+const pg = await postgresForTests()
+const { dir, cleanup } = tempDir()
+afterAll(cleanup)
+
+let files = 0
+
+/** Stores that keep their data from one layer build to the next (a "restart"). */
+const reopenable: ReadonlyArray<{
+  readonly name: string
+  readonly skip: string | undefined
+  readonly make: () => Effect.Effect<Layer.Layer<PendingStore, unknown>>
+}> = [
+  {
+    name: "memory",
+    skip: undefined,
+    make: () => Effect.sync(() => Layer.succeed(PendingStore, makeMemory()))
+  },
+  {
+    name: "sqlite",
+    skip: undefined,
+    make: () =>
+      Effect.sync(() => {
+        const filename = path.join(dir, `durable-${++files}.db`)
+        return SqliteStore.layer({ filename })
+      })
+  },
+  {
+    name: "postgres",
+    skip: pg._tag === "Available" ? undefined : pg.reason,
+    make: () =>
+      pg._tag === "Available" ?
+        Effect.map(Effect.orDie(freshSchema(pg.url)), (url) => PostgresStore.layer({ url })) :
+        Effect.die("no postgres")
+  }
+]
+
+/** Opens `session` on `store` in `scope` (closing the scope is the process "dying" for the next open). */
+const open = (store: Layer.Layer<PendingStore, unknown>, session: string, notes: Ref.Ref<ReadonlyArray<string>>) =>
+  Effect.flatMap(Scope.make(), (scope) =>
+    Effect.map(
+      Layer.buildWithScope(
+        ResolveRuntime.durable({ session, store, kinds: [Note] }).pipe(Layer.provide(Layer.succeed(Notes, notes))),
+        scope
+      ),
+      (context) => ({
+        run: <A, E>(effect: Effect.Effect<A, E, ResolveRuntime.Services | PendingStore | Notes>) =>
+          effect.pipe(Effect.provide(context), Effect.provideService(Notes, notes)),
+        close: Scope.close(scope, Exit.void)
+      })
+    ))
+
+const apply = (id: string | null) => ResolveTool.execute({ action: "apply", reason: "ok", extra: null, id })
+
+/** A pid that is certainly not running: a child that has exited. */
+const deadPid = (): number => {
+  const child = spawnSync(process.execPath, ["-e", ""])
+  return child.pid!
+}
+
+for (const subject of reopenable) {
+  describe.skipIf(subject.skip !== undefined)(
+    subject.name === "postgres"
+      ? postgresSuiteName("durable pending set: postgres", pg)
+      : `durable pending set: ${subject.name}`,
+    () => {
+      it.live("a reopened session finds its kind actions pending (forced again) and its closures orphaned", () =>
+        Effect.gen(function*() {
+          const store = yield* subject.make()
+          const notes = yield* Ref.make<ReadonlyArray<string>>([])
+          const first = yield* open(store, "s1", notes)
+          const note = yield* first.run(stageKind(Note, { text: "hello" }, {
+            label: "Note: hello",
+            sourceToolName: "note",
+            preview: "would note hello"
+          }))
+          const closure = yield* first.run(queueResolveHandler({
+            label: "Edit: a.ts",
+            sourceToolName: "edit",
+            apply: () => Effect.succeed(ToolResult.text("wrote a.ts"))
+          }))
+          yield* first.close
+
+          const second = yield* open(store, "s1", notes)
+          const listed = yield* second.run(Effect.flatMap(PendingActions, (p) => p.list))
+          deepStrictEqual(listed.map((info) => [info.id, info.status, info.preview]), [
+            [closure.id, "orphaned", ""],
+            [note.id, "pending", "would note hello"]
+          ])
+          // The kind action forces resolve again; the orphan does not.
+          deepStrictEqual(yield* second.run(Effect.flatMap(ToolChoiceQueue, (q) => q.inspect)), ["pending-action:note"])
+          // Without an id, the most recent runnable action: the note (the orphan is not pending).
+          assert.strictEqual(ToolResult.textOf(yield* second.run(apply(null))), "noted hello")
+          deepStrictEqual(yield* Ref.get(notes), ["hello (ok, attempt 1)"])
+          // The orphan can be discarded, never applied.
+          const refused = yield* Effect.flip(second.run(apply(closure.id)))
+          assert.strictEqual((refused as PendingActionNotPending).status, "orphaned")
+          assert.include(refused.message, "can only be discarded")
+          const discarded = yield* second.run(
+            ResolveTool.execute({ action: "discard", reason: "stale", extra: null, id: closure.id })
+          )
+          assert.strictEqual(ToolResult.textOf(discarded), "Discarded: Edit: a.ts. Reason: stale")
+          yield* second.close
+
+          const third = yield* open(store, "s1", notes)
+          deepStrictEqual(
+            (yield* third.run(Effect.flatMap(PendingActions, (p) => p.list))).map((info) => info.status),
+            ["discarded", "applied"]
+          )
+          deepStrictEqual(yield* third.run(Effect.flatMap(ToolChoiceQueue, (q) => q.inspect)), [])
+          yield* third.close
+        }))
+
+      it.live("an action a dead process left resolving is recovered by its kind; a closure one is a conflict", () =>
+        Effect.gen(function*() {
+          const store = yield* subject.make()
+          const notes = yield* Ref.make<ReadonlyArray<string>>([])
+          const first = yield* open(store, "s2", notes)
+          const stageNote = (text: string) =>
+            first.run(stageKind(Note, { text }, { label: `Note: ${text}`, sourceToolName: "note" }))
+          const applied = yield* stageNote("was applied")
+          const notStarted = yield* stageNote("never started")
+          const closure = yield* first.run(queueResolveHandler({
+            label: "Edit: b.ts",
+            sourceToolName: "edit",
+            apply: () => Effect.succeed(ToolResult.text("wrote b.ts"))
+          }))
+          // A process that died mid-apply: its claims are still held, by an owner whose pid is gone.
+          const dead = `${hostname()}:${deadPid()}:gone`
+          yield* first.run(
+            Effect.flatMap(
+              PendingStore,
+              (s) =>
+                Effect.forEach(
+                  [applied.id, notStarted.id, closure.id],
+                  (id) => s.claim({ id, owner: dead, leaseUntil: Date.now() + 3_600_000, now: Date.now() })
+                )
+            )
+          )
+          yield* first.close
+
+          recovery = "applied"
+          const verdicts = new Map([[applied.id, "applied" as const], [notStarted.id, "pending" as const]])
+          const byId = ActionKind.make({
+            ...Note,
+            recover: (_payload, record) => Effect.succeed(verdicts.get(record.id)!)
+          })
+          const scope = yield* Scope.make()
+          const context = yield* Layer.buildWithScope(
+            ResolveRuntime.durable({ session: "s2", store, kinds: [byId] }).pipe(
+              Layer.provide(Layer.succeed(Notes, notes))
+            ),
+            scope
+          )
+          const statuses = yield* Effect.flatMap(PendingActions, (p) => p.list).pipe(Effect.provide(context))
+          deepStrictEqual(
+            new Map(statuses.map((info) => [info.id, info.status])),
+            new Map([[closure.id, "conflict"], [notStarted.id, "pending"], [applied.id, "applied"]])
+          )
+          // The one that never started is pending again and applies once.
+          assert.strictEqual(
+            ToolResult.textOf(yield* apply(notStarted.id).pipe(Effect.provide(context))),
+            "noted never started"
+          )
+          const conflict = yield* Effect.flip(apply(closure.id).pipe(Effect.provide(context)))
+          assert.strictEqual((conflict as PendingActionNotPending).status, "conflict")
+          assert.include(conflict.message, "a person must check")
+          const journal = yield* Effect.flatMap(PendingStore, (s) => s.history(applied.id)).pipe(
+            Effect.provide(context)
+          )
+          deepStrictEqual(journal.map((e) => [e.from, e.to]), [[null, "pending"], ["pending", "resolving"], [
+            "resolving",
+            "applied"
+          ]])
+          yield* Scope.close(scope, Exit.void)
+        }))
+
+      it.live("a claim held by a live process is left alone", () =>
+        Effect.gen(function*() {
+          const store = yield* subject.make()
+          const notes = yield* Ref.make<ReadonlyArray<string>>([])
+          const first = yield* open(store, "s3", notes)
+          const note = yield* first.run(
+            stageKind(Note, { text: "busy" }, { label: "Note: busy", sourceToolName: "note" })
+          )
+          const alive = `${hostname()}:${process.ppid}:elsewhere`
+          yield* first.run(Effect.flatMap(PendingStore, (s) =>
+            s.claim({ id: note.id, owner: alive, leaseUntil: Date.now() + 3_600_000, now: Date.now() })))
+          yield* first.close
+          const second = yield* open(store, "s3", notes)
+          deepStrictEqual(
+            (yield* second.run(Effect.flatMap(PendingActions, (p) =>
+              p.list))).map((info) => info.status),
+            ["resolving"]
+          )
+          const busy = yield* Effect.flip(second.run(apply(note.id)))
+          assert.strictEqual((busy as PendingActionNotPending).status, "resolving")
+          deepStrictEqual(yield* Ref.get(notes), [])
+          yield* second.close
+        }))
+
+      it.live("two sessions of one store racing on one action: it is applied once", () =>
+        Effect.gen(function*() {
+          const store = yield* subject.make()
+          const notes = yield* Ref.make<ReadonlyArray<string>>([])
+          const one = yield* open(store, "s4", notes)
+          const note = yield* one.run(
+            stageKind(Note, { text: "once" }, { label: "Note: once", sourceToolName: "note" })
+          )
+          const two = yield* open(store, "s4", notes)
+          const results = yield* Effect.all([
+            one.run(Effect.either(apply(note.id))),
+            two.run(Effect.either(apply(note.id)))
+          ], {
+            concurrency: "unbounded"
+          })
+          assert.strictEqual(results.filter((r) => r._tag === "Right").length, 1)
+          deepStrictEqual(yield* Ref.get(notes), ["once (ok, attempt 1)"])
+          yield* one.close
+          yield* two.close
+        }))
+    }
+  )
+}
+
+describe("durable kinds", () => {
+  it.effect("in memory, a kind action runs like a closure and keeps no store", () =>
+    Effect.gen(function*() {
+      const notes = yield* Notes
+      const handle = yield* stageKind(Note, { text: "quick" }, { label: "Note: quick", sourceToolName: "note" })
+      assert.isFalse(yield* Effect.map(PendingActions, (p) => p.durable))
+      yield* apply(handle.id)
+      deepStrictEqual(yield* Ref.get(notes), ["quick (ok, attempt 1)"])
+      assert.strictEqual(yield* handle.status, "applied")
+      deepStrictEqual(Option.isSome(yield* Effect.flatMap(PendingActions, (p) => p.get(handle.id))), true)
+    }).pipe(
+      Effect.provide(ResolveRuntime.layer),
+      Effect.provideServiceEffect(Notes, Ref.make<ReadonlyArray<string>>([]))
+    ))
+})
