@@ -38,6 +38,7 @@ import type * as Response from "@effect/ai/Response"
 import * as Tool from "@effect/ai/Tool"
 import type * as Toolkit from "@effect/ai/Toolkit"
 import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Exit from "effect/Exit"
@@ -47,8 +48,8 @@ import * as ParseResult from "effect/ParseResult"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
-import type { SteeringMessage } from "../domain/SteeringMessage.js"
-import { resolveReminderText } from "../domain/SteeringMessage.js"
+import type { PendingStoreError } from "../domain/Errors.js"
+import { resolveReminderText, SteeringMessage } from "../domain/SteeringMessage.js"
 import type { ToolChoice } from "../domain/ToolChoice.js"
 import { permissiveTools, recoverResponse } from "../internal/permissive.js"
 import { tooDeepField } from "../internal/untrusted.js"
@@ -58,6 +59,7 @@ import { type EffectAiToolChoice, toEffectAi } from "../tools/ProviderToolChoice
 import { ResolveTool } from "../tools/Resolve.js"
 import { directiveLabel } from "./PendingAction.js"
 import { PendingActions } from "./PendingActions.js"
+import { PendingStore } from "./PendingStore.js"
 import { type ModelCapabilities, ResolveConfig, type ResolveConfigShape } from "./ResolveConfig.js"
 import * as ResolveMetrics from "./ResolveMetrics.js"
 import { StandingResolveHandler } from "./StandingResolveHandler.js"
@@ -306,7 +308,7 @@ export class TurnDriver extends Context.Tag("effect-resolve/TurnDriver")<TurnDri
    * @category layers
    */
   static readonly layer = (options: SessionOptions = {}): Layer.Layer<TurnDriver | ResolveRuntime.Services> =>
-    Layer.provideMerge(Layer.effect(TurnDriver, make(options)), ResolveRuntime.layer)
+    Layer.provideMerge(Layer.effect(TurnDriver, Effect.orDie(make(options))), ResolveRuntime.layer)
 
   /**
    * A driver over the session services already provided, such as `ResolveRuntime.durable(...)`: a durable session
@@ -318,7 +320,7 @@ export class TurnDriver extends Context.Tag("effect-resolve/TurnDriver")<TurnDri
    */
   static readonly layerOn = (
     options: Omit<SessionOptions, "sessionId"> = {}
-  ): Layer.Layer<TurnDriver, never, ResolveRuntime.Services> => Layer.effect(TurnDriver, make(options))
+  ): Layer.Layer<TurnDriver, PendingStoreError, ResolveRuntime.Services> => Layer.effect(TurnDriver, make(options))
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -478,6 +480,39 @@ const invalidArguments = (
 }
 
 /**
+ * What a durable session stores after every turn, to continue after a restart exactly where it stopped: the
+ * conversation, the steering messages not yet sent, the forcing state (keyed by pending-action id, stable across a
+ * restart) and the forcing the provider refused.
+ */
+const SessionState = Schema.Struct({
+  version: Schema.Literal(1),
+  history: Prompt.Prompt,
+  steering: Schema.Array(SteeringMessage),
+  forceNext: Schema.Array(Schema.String),
+  ignoredForced: Schema.Array(Schema.Tuple(Schema.String, Schema.Number)),
+  errorStreak: Schema.Array(Schema.Tuple(Schema.String, Schema.Number)),
+  refused: Schema.Struct({ named: Schema.Boolean, required: Schema.Boolean }),
+  lastChoice: Schema.NullOr(Schema.String),
+  turns: Schema.Number
+})
+
+const SessionStateJson = Schema.parseJson(SessionState)
+
+/**
+ * The text that shows the model a preview it staged before a restart when the restored conversation does not hold
+ * it (the process died during the turn that staged it).
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const restoredPreviewText = (info: { readonly id: string; readonly label: string; readonly preview: string }) =>
+  "<system-reminder>\n" +
+  `A preview staged before a restart is still pending: ${info.label} (id ${info.id}). Nothing of it is applied yet. ` +
+  "Call the `resolve` tool to apply or discard it." +
+  (info.preview === "" ? "" : `\nThe preview:\n${info.preview}`) +
+  "\n</system-reminder>"
+
+/**
  * Builds a session's driver on the current ToolChoiceQueue, SteeringBus and StandingResolveHandler.
  *
  * @since 0.1.0
@@ -485,7 +520,7 @@ const invalidArguments = (
  */
 export const make = (
   options: SessionOptions = {}
-): Effect.Effect<TurnDriver.Service, never, ResolveRuntime.Services> =>
+): Effect.Effect<TurnDriver.Service, PendingStoreError, ResolveRuntime.Services> =>
   Effect.gen(function*() {
     const queue = yield* ToolChoiceQueue
     const bus = yield* SteeringBus
@@ -514,6 +549,70 @@ export const make = (
     const refused = yield* Ref.make<Refused>({ named: false, required: false })
     // One run at a time per session: a run owns the queue's in-flight slot for each of its turns.
     const lock = yield* Effect.makeSemaphore(1)
+
+    // A durable session: continue from what the last turn saved, and show the model any pending preview the saved
+    // conversation does not hold.
+    const store = pending.durable ? Option.getOrUndefined(yield* Effect.serviceOption(PendingStore)) : undefined
+    if (store !== undefined) {
+      const saved = yield* store.loadSession(id)
+      if (Option.isSome(saved)) {
+        const decoded = Schema.decodeUnknownEither(SessionStateJson)(saved.value)
+        if (decoded._tag === "Right") {
+          const state = decoded.right
+          yield* Ref.set(history, state.history)
+          yield* Ref.set(carry, state.steering)
+          yield* Ref.set(forceNext, new Set(state.forceNext))
+          yield* Ref.set(ignoredForced, new Map(state.ignoredForced))
+          yield* Ref.set(errorStreak, new Map(state.errorStreak))
+          yield* Ref.set(refused, state.refused)
+          yield* Ref.set(lastChoice, Option.fromNullable(state.lastChoice))
+          yield* Ref.set(turnCount, state.turns)
+        } else {
+          yield* Effect.logError(
+            `effect-resolve: the saved state of session ${id} does not decode; the conversation starts afresh ` +
+              "(its pending actions are kept)",
+            decoded.left
+          )
+        }
+      }
+      const known = JSON.stringify(Schema.encodeSync(Prompt.Prompt)(yield* Ref.get(history)))
+      const unseen = (yield* pending.list).filter((info) => info.status === "pending" && !known.includes(info.id))
+      if (unseen.length > 0) {
+        const now = yield* Clock.currentTimeMillis
+        yield* Ref.update(carry, (messages) => [
+          ...messages,
+          ...unseen.reverse().map((info): SteeringMessage => ({
+            customType: "resolve-restored",
+            content: restoredPreviewText(info),
+            details: { actionId: info.id },
+            display: false,
+            attribution: "agent",
+            timestamp: now
+          }))
+        ])
+      }
+    }
+
+    /** Saves the session for a restart (durable sessions only); a failed save is logged, never fails the run. */
+    const persist: Effect.Effect<void> = store === undefined ? Effect.void : Effect.gen(function*() {
+      const state: typeof SessionState.Type = {
+        version: 1,
+        history: yield* Ref.get(history),
+        steering: [...(yield* Ref.get(carry)), ...(yield* bus.pending)],
+        forceNext: [...(yield* Ref.get(forceNext))],
+        ignoredForced: [...(yield* Ref.get(ignoredForced))],
+        errorStreak: [...(yield* Ref.get(errorStreak))],
+        refused: yield* Ref.get(refused),
+        lastChoice: Option.getOrNull(yield* Ref.get(lastChoice)),
+        turns: yield* Ref.get(turnCount)
+      }
+      const json = yield* Schema.encode(SessionStateJson)(state)
+      yield* store.saveSession(id, json)
+    }).pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.logError(`effect-resolve: could not save session ${id}; a restart resumes from an earlier turn`, cause)
+      )
+    )
 
     const mapUpdate = <K, V>(ref: Ref.Ref<Map<K, V>>, f: (map: Map<K, V>) => void) =>
       Ref.update(ref, (map) => {
@@ -961,7 +1060,7 @@ export const make = (
         const records: Array<TurnRecord> = []
         let next = Prompt.make(prompt)
         for (let i = 0; i < maxTurns; i++) {
-          const saved = yield* turn(next)
+          const saved = yield* Effect.ensuring(turn(next), persist)
           next = Prompt.empty
           records.push(saved)
           const idle = saved.toolCalls.length === 0 && !(yield* queue.hasInFlight) &&
