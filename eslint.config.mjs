@@ -3,6 +3,35 @@
 import effect from "@effect/eslint-plugin"
 import tseslint from "typescript-eslint"
 
+// The layers of src/, lowest first; a folder imports only from the folders below it (README: Architecture).
+// The entry points (src/*.ts) sit on top and may import anything.
+const below = {
+  internal: [],
+  domain: ["internal"],
+  services: ["internal", "domain"],
+  stores: ["internal", "domain", "services"],
+  layers: ["internal", "domain", "services"],
+  tools: ["internal", "domain", "services", "layers"],
+  producers: ["internal", "domain", "services", "layers", "tools"],
+  render: ["internal", "domain"],
+  agent: ["internal", "domain", "services", "layers", "tools"]
+}
+const layering = Object.entries(below).map(([folder, allowed]) => {
+  const forbidden = Object.keys(below).filter((other) => other !== folder && !allowed.includes(other))
+  return {
+    files: [`src/${folder}/**/*.ts`],
+    rules: {
+      "no-restricted-imports": ["error", {
+        patterns: [{
+          regex: `^(\\.\\./)+(${forbidden.join("|")})/`,
+          message: `src/${folder} may import only from ${allowed.length === 0 ? "itself" : allowed.join(", ")} ` +
+            `(the layers below it): see the README's Architecture section.`
+        }]
+      }]
+    }
+  }
+})
+
 export default tseslint.config(
   { ignores: ["dist/**", "node_modules/**", "*.config.*"] },
   ...tseslint.configs.recommended,
@@ -25,5 +54,6 @@ export default tseslint.config(
         }
       }]
     }
-  }
+  },
+  ...layering
 )

@@ -7,11 +7,11 @@
 import type { AiError } from "@effect/ai"
 import { Tool, Toolkit } from "@effect/ai"
 import { Console, Effect, Layer, Option, Ref, Schema } from "effect"
+import type * as ResolveMetrics from "../src/agent/ResolveMetrics.js"
+import * as ScriptedModel from "../src/agent/ScriptedModel.js"
+import { TurnDriver, type TurnDriverError, type TurnRecord } from "../src/agent/TurnDriver.js"
 import { PendingAction, PendingActions, PendingStoreError, queueResolveHandler, ToolResult } from "../src/index.js"
-import * as ScriptedModel from "../src/layers/ScriptedModel.js"
 import { ResolveConfig } from "../src/services/ResolveConfig.js"
-import type * as ResolveMetrics from "../src/services/ResolveMetrics.js"
-import { TurnDriver, type TurnDriverError, type TurnRecord } from "../src/services/TurnDriver.js"
 
 // ---- The app's tools ------------------------------------------------------------------------------------------
 

@@ -57,15 +57,15 @@ export * as ResolveRuntime from "./layers/ResolveRuntime.js"
 /** @since 0.1.0 */
 export * as FileEditPreview from "./tools/FileEditPreview.js"
 /** @since 0.1.0 */
-export * as PlanApproval from "./tools/PlanApproval.js"
+export * as PlanApproval from "./producers/PlanApproval.js"
 /** @since 0.1.0 */
-export * as CustomTools from "./tools/CustomTools.js"
+export * as CustomTools from "./producers/CustomTools.js"
 /** @since 0.1.0 */
-export { pushPendingAction, toolError } from "./tools/CustomTools.js"
+export { pushPendingAction, toolError } from "./producers/CustomTools.js"
 /** @since 0.1.0 */
-export * as Renderer from "./tools/Renderer.js"
+export * as Renderer from "./render/Renderer.js"
 /** @since 0.1.0 */
-export { renderResolve } from "./tools/Renderer.js"
+export { renderResolve } from "./render/Renderer.js"
 
 /** @since 0.1.0 */
 export {
@@ -85,15 +85,15 @@ export {
   TurnDriver,
   type TurnDriverError,
   type TurnRecord
-} from "./services/TurnDriver.js"
+} from "./agent/TurnDriver.js"
 /** @since 0.1.0 */
-export * as ResolveMetrics from "./services/ResolveMetrics.js"
+export * as ResolveMetrics from "./agent/ResolveMetrics.js"
 /** @since 0.1.0 */
-export * as ProviderToolChoice from "./tools/ProviderToolChoice.js"
+export * as ProviderToolChoice from "./agent/ProviderToolChoice.js"
 /** @since 0.1.0 */
-export * as AiResolveTool from "./tools/AiResolveTool.js"
+export * as AiResolveTool from "./agent/AiResolveTool.js"
 /** @since 0.1.0 */
-export * as ScriptedModel from "./layers/ScriptedModel.js"
+export * as ScriptedModel from "./agent/ScriptedModel.js"
 
 /** @since 0.2.0 */
 export * as PendingRecord from "./domain/PendingRecord.js"

@@ -39,7 +39,7 @@ import {
   checkSettle,
   checkTransition,
   payloadJson
-} from "../internal/pendingStore.js"
+} from "./internal/pendingStore.js"
 
 /**
  * A store operation failed (defined with the other errors in `Errors`).

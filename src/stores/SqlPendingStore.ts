@@ -41,7 +41,7 @@ import {
   checkSettle,
   checkTransition,
   payloadJson
-} from "../internal/pendingStore.js"
+} from "../services/internal/pendingStore.js"
 import { duplicateId, invalidInput, PendingStore, PendingStoreError } from "../services/PendingStore.js"
 
 /**

@@ -25,12 +25,12 @@ import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { ToolResult } from "../domain/ToolResult.js"
-import { permissiveParameters } from "../internal/permissive.js"
 import { capText, messageOf, stringProperty } from "../internal/render.js"
 import { PendingActions } from "../services/PendingActions.js"
 import { StandingResolveHandler } from "../services/StandingResolveHandler.js"
 import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
-import { type ResolveServices, ResolveTool } from "./Resolve.js"
+import { type ResolveServices, ResolveTool } from "../tools/Resolve.js"
+import { permissiveParameters } from "./internal/permissive.js"
 
 /**
  * What the model sent to `resolve`, undecoded: any value (typed as an empty struct, as `@effect/ai`'s tools

@@ -2,9 +2,9 @@ import { LanguageModel, Tool } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
 import { Effect, Layer } from "effect"
+import * as AiResolveTool from "../../src/agent/AiResolveTool.js"
+import * as ScriptedModel from "../../src/agent/ScriptedModel.js"
 import { queueResolveHandler, ResolveRuntime, ResolveTool, ToolChoiceQueue, ToolResult } from "../../src/index.js"
-import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
-import * as AiResolveTool from "../../src/tools/AiResolveTool.js"
 
 const session = (script: ScriptedModel.Script) =>
   Layer.mergeAll(ScriptedModel.layer(script), AiResolveTool.layer, ResolveRuntime.layer)

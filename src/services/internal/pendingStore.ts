@@ -4,8 +4,8 @@
  * `PendingStoreError`). Hand-written rather than Schema-decoded: they run on every staged action's hot path.
  */
 import type * as Option from "effect/Option"
-import type { PendingRecord, PendingStatus } from "../domain/PendingRecord.js"
-import { isPendingStatus, isTerminal } from "../domain/PendingRecord.js"
+import type { PendingRecord, PendingStatus } from "../../domain/PendingRecord.js"
+import { isPendingStatus, isTerminal } from "../../domain/PendingRecord.js"
 
 const isText = (u: unknown): u is string => typeof u === "string"
 const isMillis = (u: unknown): u is number => typeof u === "number" && Number.isSafeInteger(u) && u >= 0

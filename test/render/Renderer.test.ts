@@ -11,7 +11,7 @@ import {
   ToolError,
   ToolResult
 } from "../../src/index.js"
-import * as Renderer from "../../src/tools/Renderer.js"
+import * as Renderer from "../../src/render/Renderer.js"
 
 const plain = { width: 80, color: false } as const
 const colour = { width: 80, color: true } as const

@@ -15,7 +15,7 @@ import {
   ToolChoiceQueue,
   ToolResult
 } from "../../src/index.js"
-import * as PlanApproval from "../../src/tools/PlanApproval.js"
+import * as PlanApproval from "../../src/producers/PlanApproval.js"
 import { failureOf, successOf } from "../support/exits.js"
 
 const tempDir = Effect.acquireRelease(

@@ -2,7 +2,7 @@ import { type AiError, Chat, LanguageModel, Tool, Toolkit } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
 import { Chunk, Effect, Schema, Stream } from "effect"
-import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
+import * as ScriptedModel from "../../src/agent/ScriptedModel.js"
 
 const Echo = Tool.make("echo", { parameters: { text: Schema.String }, success: Schema.String })
 const EchoToolkit = Toolkit.make(Echo)

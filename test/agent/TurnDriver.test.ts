@@ -2,6 +2,15 @@ import { Tool, Toolkit } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
 import { Deferred, Effect, Exit, Fiber, Layer, Option, Ref, Schedule, Schema, type Tracer } from "effect"
+import * as ProviderToolChoice from "../../src/agent/ProviderToolChoice.js"
+import * as ScriptedModel from "../../src/agent/ScriptedModel.js"
+import {
+  RequeueLimitExceeded,
+  ResolveNotCalled,
+  skippedResolveText,
+  skippedText,
+  TurnDriver
+} from "../../src/agent/TurnDriver.js"
 import {
   PendingAction,
   PendingActions,
@@ -15,15 +24,6 @@ import {
   ToolChoiceQueue,
   ToolResult
 } from "../../src/index.js"
-import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
-import {
-  RequeueLimitExceeded,
-  ResolveNotCalled,
-  skippedResolveText,
-  skippedText,
-  TurnDriver
-} from "../../src/services/TurnDriver.js"
-import * as ProviderToolChoice from "../../src/tools/ProviderToolChoice.js"
 
 // The app's tools: `edit` stages a preview of a file write, `search` is a plain tool.
 const Edit = Tool.make("edit", {

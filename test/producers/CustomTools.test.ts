@@ -2,7 +2,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
 import { Deferred, Effect, Exit, Fiber, Option } from "effect"
 import { ResolveRuntime, ResolveTool, SteeringBus, ToolChoiceQueue, ToolResult, toolsFor } from "../../src/index.js"
-import * as CustomTools from "../../src/tools/CustomTools.js"
+import * as CustomTools from "../../src/producers/CustomTools.js"
 import { failureOf, successOf } from "../support/exits.js"
 
 const turn = (call: { readonly action: "apply" | "discard"; readonly reason: string; readonly extra?: any }) =>

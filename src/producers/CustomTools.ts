@@ -47,7 +47,7 @@ import { messageOf, safeGet, safeInstanceOf, safely } from "../internal/render.j
 import { type StrictSchema, toStrict } from "../internal/strictSchema.js"
 import * as PendingAction from "../services/PendingAction.js"
 import { type PendingActions, queueResolveHandler } from "../services/PendingActions.js"
-import type { ToolDefinition } from "./ToolDefinition.js"
+import type { ToolDefinition } from "../tools/ToolDefinition.js"
 
 // -----------------------------------------------------------------------------------------------------------------
 // the tool-error marker

@@ -9,6 +9,8 @@ import { deepStrictEqual } from "@effect/vitest/utils"
 import { Context, Effect, Exit, Layer, Ref, Schema, Scope } from "effect"
 import * as path from "node:path"
 import { afterAll } from "vitest"
+import * as ScriptedModel from "../../src/agent/ScriptedModel.js"
+import { restoredPreviewText, TurnDriver } from "../../src/agent/TurnDriver.js"
 import {
   ActionKind,
   PendingActions,
@@ -19,9 +21,7 @@ import {
   stageKind,
   ToolResult
 } from "../../src/index.js"
-import * as ScriptedModel from "../../src/layers/ScriptedModel.js"
 import { makeMemory } from "../../src/services/PendingStore.js"
-import { restoredPreviewText, TurnDriver } from "../../src/services/TurnDriver.js"
 import * as SqliteStore from "../../src/stores/SqliteStore.js"
 import { tempDir } from "../stores/subjects.js"
 

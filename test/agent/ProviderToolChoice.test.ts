@@ -1,8 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
 import { Either, Option } from "effect"
+import * as ProviderToolChoice from "../../src/agent/ProviderToolChoice.js"
 import { ToolChoice } from "../../src/index.js"
-import * as ProviderToolChoice from "../../src/tools/ProviderToolChoice.js"
 
 const resolve = ToolChoice.forceTool("resolve")
 
