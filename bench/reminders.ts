@@ -10,22 +10,16 @@ import { OpenAiTokenizer } from "@effect/ai-openai"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
-import {
-  queueResolveHandler,
-  ScriptedModel,
-  SteeringBus,
-  SteeringMessage,
-  ToolChoiceQueue,
-  ToolResult,
-  TurnDriver
-} from "../dist/index.js"
+import { ScriptedModel, TurnDriver } from "../dist/ai.js"
+import { PendingActions, PendingStoreError, queueResolveHandler, SteeringMessage, ToolResult } from "../dist/index.js"
 
 const previews = Number(process.env.PREVIEWS ?? 100)
 
 const Edit = Tool.make("edit", {
   parameters: { file: Schema.String },
   success: Schema.String,
-  dependencies: [ToolChoiceQueue, SteeringBus]
+  failure: PendingStoreError,
+  dependencies: [PendingActions]
 })
 const Tools = Toolkit.make(Edit)
 

@@ -11,22 +11,16 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { performance } from "node:perf_hooks"
-import {
-  queueResolveHandler,
-  ResolveConfig,
-  ScriptedModel,
-  SteeringBus,
-  ToolChoiceQueue,
-  ToolResult,
-  TurnDriver
-} from "../dist/index.js"
+import { ScriptedModel, TurnDriver } from "../dist/ai.js"
+import { PendingActions, PendingStoreError, queueResolveHandler, ResolveConfig, ToolResult } from "../dist/index.js"
 import { median, type Row } from "./harness.js"
 
 const Stage = Tool.make("stage", {
   description: "Stage change n as a preview; call resolve to apply or discard it.",
   parameters: { n: Schema.Number },
   success: Schema.String,
-  dependencies: [ToolChoiceQueue, SteeringBus]
+  failure: PendingStoreError,
+  dependencies: [PendingActions]
 })
 
 const Tools = Toolkit.make(Stage)

@@ -10,15 +10,8 @@ import { AnthropicClient, AnthropicLanguageModel } from "@effect/ai-anthropic"
 import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
 import { FetchHttpClient } from "@effect/platform"
 import { Config, Console, Effect, Layer, Ref, Schema } from "effect"
-import {
-  PendingActions,
-  PendingStoreError,
-  ProviderToolChoice,
-  queueResolveHandler,
-  ResolveConfig,
-  ToolResult,
-  TurnDriver
-} from "../src/index.js"
+import { ProviderToolChoice, TurnDriver } from "../src/ai.js"
+import { PendingActions, PendingStoreError, queueResolveHandler, ResolveConfig, ToolResult } from "../src/index.js"
 
 // OpenAI: strict function calling is the client's default; every schema effect-resolve sends is strict.
 const OpenAi = OpenAiLanguageModel.layer({ model: "gpt-4.1" }).pipe(

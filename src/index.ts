@@ -2,6 +2,11 @@
  * effect-resolve: stage a preview, then apply or discard it. The resolve runtime for LLM agents, as Effect
  * services provided through layers.
  *
+ * This is the core entry: the domain (schemas, errors), the session services (queue, steering bus, standing
+ * handler, the pending set and its store), the `resolve` program and tool, and staging. It needs only `effect`.
+ * The other entries: `effect-resolve/edit`, `/plan`, `/custom` (preview producers), `/render` (terminal
+ * rendering), `/ai` (the agent loop on `@effect/ai`), `/sqlite` and `/postgres` (durable stores).
+ *
  * @since 0.1.0
  */
 
@@ -53,47 +58,6 @@ export * from "./tools/ToolDefinition.js"
 
 /** @since 0.1.0 */
 export * as ResolveRuntime from "./layers/ResolveRuntime.js"
-
-/** @since 0.1.0 */
-export * as FileEditPreview from "./tools/FileEditPreview.js"
-/** @since 0.1.0 */
-export * as PlanApproval from "./producers/PlanApproval.js"
-/** @since 0.1.0 */
-export * as CustomTools from "./producers/CustomTools.js"
-/** @since 0.1.0 */
-export { pushPendingAction, toolError } from "./producers/CustomTools.js"
-/** @since 0.1.0 */
-export * as Renderer from "./render/Renderer.js"
-/** @since 0.1.0 */
-export { renderResolve } from "./render/Renderer.js"
-
-/** @since 0.1.0 */
-export {
-  type ForcingLevel,
-  forcingLevel,
-  isForcingRefusal,
-  isPreviewLabel,
-  MaxTurnsExceeded,
-  RequeueLimitExceeded,
-  ResolveNotCalled,
-  type RunOptions,
-  type RunResult,
-  type SessionOptions,
-  skippedResolveText,
-  skippedText,
-  type ToolCallRecord,
-  TurnDriver,
-  type TurnDriverError,
-  type TurnRecord
-} from "./agent/TurnDriver.js"
-/** @since 0.1.0 */
-export * as ResolveMetrics from "./agent/ResolveMetrics.js"
-/** @since 0.1.0 */
-export * as ProviderToolChoice from "./agent/ProviderToolChoice.js"
-/** @since 0.1.0 */
-export * as AiResolveTool from "./agent/AiResolveTool.js"
-/** @since 0.1.0 */
-export * as ScriptedModel from "./agent/ScriptedModel.js"
 
 /** @since 0.2.0 */
 export * as PendingRecord from "./domain/PendingRecord.js"

@@ -12,7 +12,8 @@ import { readFileSync } from "node:fs"
 import * as NFS from "node:fs/promises"
 import * as OS from "node:os"
 import * as NPath from "node:path"
-import { FileEditPreview, ResolveRuntime, SteeringBus, ToolChoiceQueue } from "../../src/index.js"
+import { FileEditPreview } from "../../src/edit.js"
+import { ResolveRuntime, SteeringBus, ToolChoiceQueue } from "../../src/index.js"
 
 interface Case {
   readonly name: string

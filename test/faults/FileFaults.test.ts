@@ -14,7 +14,8 @@ import { deepStrictEqual } from "node:assert/strict"
 import * as NFS from "node:fs/promises"
 import * as OS from "node:os"
 import * as NPath from "node:path"
-import { FileEditPreview, ResolveRuntime, ResolveTool, ToolChoiceQueue, ToolResult } from "../../src/index.js"
+import { FileEditPreview } from "../../src/edit.js"
+import { ResolveRuntime, ResolveTool, ToolChoiceQueue, ToolResult } from "../../src/index.js"
 import * as FaultyFileSystem from "../support/FaultyFileSystem.js"
 
 const before: Record<string, { readonly text: string; readonly mode: number }> = {

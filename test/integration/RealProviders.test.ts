@@ -14,19 +14,18 @@ import { FetchHttpClient } from "@effect/platform"
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
 import { Effect, Layer, Option, Redacted, Ref, Schema } from "effect"
+import { ProviderToolChoice, TurnDriver } from "../../src/ai.js"
 import {
   type PendingAction,
   PendingActions,
   PendingStoreError,
-  ProviderToolChoice,
   queueResolveHandler,
   ResolveConfig,
   type ResolveConfigShape,
   ResolveTool,
   SteeringMessage,
   ToolChoice,
-  ToolResult,
-  TurnDriver
+  ToolResult
 } from "../../src/index.js"
 import { anthropic as anthropicRules, openAiStrict } from "../support/providerSchemas.js"
 import * as Server from "../support/ProviderServer.js"

@@ -10,18 +10,18 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Cause, Effect, Exit, FastCheck as fc, Fiber, Option } from "effect"
+import { AiResolveTool } from "../../src/ai.js"
+import { CustomTools } from "../../src/custom.js"
 import {
-  AiResolveTool,
   ApplyFailed,
-  CustomTools,
   queueResolveHandler,
-  Renderer,
   ResolveRuntime,
   ResolveTool,
   ToolChoiceQueue,
   ToolError,
   ToolResult
 } from "../../src/index.js"
+import { Renderer } from "../../src/render.js"
 import { build, type Recipe, recipe } from "../support/hostile.js"
 import { InterruptAt, withOpSupervision } from "../support/InterruptAt.js"
 

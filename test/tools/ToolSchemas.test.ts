@@ -7,15 +7,10 @@ import { Tool, Toolkit } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
 import { Effect, Either, Layer, Schema } from "effect"
-import {
-  AiResolveTool,
-  CustomTools,
-  FileEditPreview,
-  ProviderToolChoice,
-  ResolveTool,
-  ScriptedModel,
-  TurnDriver
-} from "../../src/index.js"
+import { AiResolveTool, ProviderToolChoice, ScriptedModel, TurnDriver } from "../../src/ai.js"
+import { CustomTools } from "../../src/custom.js"
+import { FileEditPreview } from "../../src/edit.js"
+import { ResolveTool } from "../../src/index.js"
 import { anthropic, gemini, openAiStrict } from "../support/providerSchemas.js"
 
 /** Every provider accepts `schema` (Gemini after `toGeminiSchema`). */

@@ -1,0 +1,35 @@
+/**
+ * The agent loop on `@effect/ai`: `TurnDriver` (force and soft enforcement, durable sessions), the `resolve` tool as
+ * an `@effect/ai` `Tool`, provider tool-choice formats, a scripted model for tests, and metrics. Needs `@effect/ai`.
+ *
+ * @since 0.2.0
+ */
+
+/** @since 0.1.0 */
+export {
+  type ForcingLevel,
+  forcingLevel,
+  isForcingRefusal,
+  isPreviewLabel,
+  MaxTurnsExceeded,
+  RequeueLimitExceeded,
+  ResolveNotCalled,
+  restoredPreviewText,
+  type RunOptions,
+  type RunResult,
+  type SessionOptions,
+  skippedResolveText,
+  skippedText,
+  type ToolCallRecord,
+  TurnDriver,
+  type TurnDriverError,
+  type TurnRecord
+} from "./agent/TurnDriver.js"
+/** @since 0.1.0 */
+export * as ResolveMetrics from "./agent/ResolveMetrics.js"
+/** @since 0.1.0 */
+export * as ProviderToolChoice from "./agent/ProviderToolChoice.js"
+/** @since 0.1.0 */
+export * as AiResolveTool from "./agent/AiResolveTool.js"
+/** @since 0.1.0 */
+export * as ScriptedModel from "./agent/ScriptedModel.js"
