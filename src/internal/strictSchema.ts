@@ -425,3 +425,69 @@ export const toStrict = (parameters: unknown): Either.Either<StrictSchema, Stric
     return Either.left({ path: "parameters", problem: "could not be read as JSON (a getter threw, or it is not JSON)" })
   }
 }
+
+/**
+ * `schema` with every local `$ref` (`#/$defs/<name>`) replaced by a copy of its definition and `$defs` dropped, as
+ * strict function calling needs (effect's `JSONSchema.make` refers to every annotated schema, such as `Int`, by
+ * `$ref`). A recursive definition cannot be inlined: its `$ref` is kept, and `toStrict` then reports it.
+ */
+export const inlineDefinitions = (schema: JsonSchemaNode): JsonSchemaNode => {
+  const defs = (schema.$defs ?? {}) as Record<string, unknown>
+  const prefix = "#/$defs/"
+  const go = (node: unknown, expanding: ReadonlySet<string>): unknown => {
+    if (Array.isArray(node)) return node.map((item) => go(item, expanding))
+    if (typeof node !== "object" || node === null) return node
+    const record = node as JsonSchemaNode
+    const ref = record.$ref
+    if (typeof ref === "string" && ref.startsWith(prefix)) {
+      const name = ref.slice(prefix.length)
+      if (Object.hasOwn(defs, name) && !expanding.has(name)) {
+        const { $ref: _, ...rest } = record
+        return { ...(go(defs[name], new Set([...expanding, name])) as object), ...go(rest, expanding) as object }
+      }
+    }
+    const out: Record<string, unknown> = {}
+    for (const [key, value] of Object.entries(record)) {
+      if (key !== "$defs") out[key] = go(value, expanding)
+    }
+    return out
+  }
+  const inlined = go(schema, new Set()) as JsonSchemaNode
+  return JSON.stringify(inlined).includes(`"$ref"`) ? { ...inlined, $defs: defs } : inlined
+}
+
+/** Keywords that only bound values, which strict mode refuses but a decoding Schema enforces anyway. */
+const valueBounds = new Set([
+  "minLength",
+  "maxLength",
+  "minProperties",
+  "maxProperties",
+  "uniqueItems",
+  "contains",
+  "minContains",
+  "maxContains",
+  "examples"
+])
+
+/**
+ * `schema` without the keywords that only bound values (`minLength`, `maxLength`, ...), for a schema derived from an
+ * Effect Schema that decodes every call: the bound is still enforced, by the decoding, and its description (which
+ * effect writes from the refinement, e.g. "a string at least 1 character(s) long") still tells the model.
+ */
+export const withoutValueBounds = (schema: JsonSchemaNode): JsonSchemaNode => {
+  const go = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(go)
+    if (typeof node !== "object" || node === null) return node
+    const out: Record<string, unknown> = {}
+    for (const [key, value] of Object.entries(node)) {
+      // Inside `properties`, keys are property names, not keywords.
+      if (key === "properties" && typeof value === "object" && value !== null) {
+        out[key] = Object.fromEntries(Object.entries(value).map(([name, child]) => [name, go(child)]))
+      } else if (!valueBounds.has(key)) {
+        out[key] = go(value)
+      }
+    }
+    return out
+  }
+  return go(schema) as JsonSchemaNode
+}

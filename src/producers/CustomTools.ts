@@ -36,15 +36,16 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
-import type * as JSONSchema from "effect/JSONSchema"
+import * as JSONSchema from "effect/JSONSchema"
 import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
 import * as Runtime from "effect/Runtime"
 import * as Schema from "effect/Schema"
 import { type PendingStoreError, ToolError } from "../domain/Errors.js"
 import { type Extra, forbiddenKeys } from "../domain/ResolveParams.js"
 import * as ToolResult from "../domain/ToolResult.js"
 import { messageOf, safeGet, safeInstanceOf, safely } from "../internal/render.js"
-import { type StrictSchema, toStrict } from "../internal/strictSchema.js"
+import { inlineDefinitions, type StrictSchema, toStrict, withoutValueBounds } from "../internal/strictSchema.js"
 import * as PendingAction from "../services/PendingAction.js"
 import { type PendingActions, queueResolveHandler } from "../services/PendingActions.js"
 import type { ToolDefinition } from "../tools/ToolDefinition.js"
@@ -321,10 +322,37 @@ export interface CustomTool<Params = any> {
   readonly name: string
   readonly label?: string
   readonly description: string
-  /** A JSON Schema object (`type: "object"`). */
-  readonly parameters: Record<string, unknown>
+  /**
+   * The parameters: a JSON Schema object (`type: "object"`), checked shallowly, with `params` typed by hand; or an
+   * Effect Schema of a struct, whose JSON Schema is derived and which decodes the model's arguments, so `params` is
+   * typed and checked in full (use `CustomTools.make` to have it inferred).
+   */
+  readonly parameters: Record<string, unknown> | Schema.Schema<Params, any>
   readonly execute: (params: Params, api: CustomToolApi) => Promise<CustomResult> | CustomResult
 }
+
+/**
+ * Defines a custom tool whose parameters are an Effect Schema: `params` is inferred from it.
+ *
+ * @example
+ * ```ts
+ * import { Schema } from "effect"
+ * import { CustomTools } from "effect-resolve/custom"
+ *
+ * const deploy = CustomTools.make({
+ *   name: "deploy",
+ *   description: "Deploy a service, as a preview.",
+ *   parameters: Schema.Struct({ service: Schema.String, dryRun: Schema.optional(Schema.Boolean) }),
+ *   execute: async ({ service, dryRun }) => `Would deploy ${service}${dryRun === true ? " (dry run)" : ""}.`
+ * })
+ * ```
+ *
+ * @since 0.2.0
+ * @category constructors
+ */
+export const make = <Params, I>(
+  tool: Omit<CustomTool<Params>, "parameters"> & { readonly parameters: Schema.Schema<Params, I> }
+): CustomTool<Params> => tool
 
 /**
  * A custom tool definition is malformed, clashes with another one, or has a parameter schema that cannot be made
@@ -468,11 +496,39 @@ const runPromise = <A, E, R>(runtime: Runtime.Runtime<R>, effect: Effect.Effect<
  * @since 0.1.0
  * @category adapters
  */
-export const fromCustomTool = (tool: CustomTool): CustomToolDefinition =>
-  Either.match(toStrict(tool.parameters), {
-    onLeft: () => adapt(tool, { schema: tool.parameters, optional: new Set(), decode: (input) => input }),
+export const fromCustomTool = (tool: CustomTool): CustomToolDefinition => {
+  const json = jsonSchemaOf(tool.parameters)
+  return Either.match(toStrict(json), {
+    onLeft: () => adapt(tool, { schema: json, optional: new Set(), decode: (input) => input }),
     onRight: (strict) => adapt(tool, strict)
   })
+}
+
+// The JSON Schema of the parameters: as given, or derived from an Effect Schema (without `$schema`, definitions
+// inlined, and without value bounds strict mode refuses: the Schema enforces them when it decodes each call).
+const jsonSchemaOf = (parameters: CustomTool["parameters"]): Record<string, unknown> => {
+  if (!Schema.isSchema(parameters)) return parameters
+  const { $schema: _, ...json } = JSONSchema.make(parameters) as unknown as Record<string, unknown>
+  return withoutValueBounds(inlineDefinitions(json))
+}
+
+// An Effect Schema's decoding of the (strict-decoded) input: the typed params, or the first problem.
+const decodeWith = (tool: CustomTool, params: unknown): Either.Either<unknown, InvalidCustomToolParams> => {
+  if (!Schema.isSchema(tool.parameters)) return Either.right(params)
+  const decoded = Schema.decodeUnknownEither(tool.parameters as Schema.Schema<unknown, unknown>, {
+    onExcessProperty: "error",
+    errors: "first"
+  })(params)
+  if (Either.isRight(decoded)) return Either.right(decoded.right)
+  const [issue] = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
+  return Either.left(
+    new InvalidCustomToolParams({
+      tool: tool.name,
+      field: issue === undefined || issue.path.length === 0 ? "(root)" : issue.path.map(String).join("."),
+      problem: issue === undefined ? "could not be decoded" : issue.message
+    })
+  )
+}
 
 const adapt = (tool: CustomTool, strict: StrictSchema): CustomToolDefinition => ({
   name: tool.name,
@@ -483,7 +539,7 @@ const adapt = (tool: CustomTool, strict: StrictSchema): CustomToolDefinition => 
     Effect.gen(function*() {
       const invalid = checkParams(tool.name, strict.schema, strict.optional, input)
       if (Option.isSome(invalid)) return yield* invalid.value
-      const params = strict.decode(input)
+      const params = yield* decodeWith(tool, strict.decode(input))
       const runtime = yield* Effect.runtime<PendingActions>()
       const value = yield* Effect.tryPromise({
         try: (signal) =>
@@ -568,7 +624,12 @@ const checkDefinition = (
     return bad("the description must be a non-empty string")
   }
   if (typeof tool.execute !== "function") return bad("execute must be a function")
-  return Either.mapLeft(toStrict(tool.parameters), ({ path, problem }) =>
+  const json = safely(
+    () => Either.right(jsonSchemaOf(tool.parameters)),
+    Either.left("cannot be turned into JSON Schema")
+  )
+  if (Either.isLeft(json)) return bad(`parameters ${json.left}`)
+  return Either.mapLeft(toStrict(json.right), ({ path, problem }) =>
     new InvalidCustomTool({
       tool: tool.name,
       index,

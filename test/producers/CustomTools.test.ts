@@ -1,9 +1,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
-import { Deferred, Effect, Exit, Fiber, Option } from "effect"
+import { Deferred, Effect, Exit, Fiber, Option, Schema } from "effect"
 import { ResolveRuntime, ResolveTool, SteeringBus, ToolChoiceQueue, ToolResult, toolsFor } from "../../src/index.js"
 import * as CustomTools from "../../src/producers/CustomTools.js"
 import { failureOf, successOf } from "../support/exits.js"
+import { anthropic, openAiStrict } from "../support/providerSchemas.js"
 
 const turn = (call: { readonly action: "apply" | "discard"; readonly reason: string; readonly extra?: any }) =>
   Effect.gen(function*() {
@@ -533,4 +534,51 @@ describe("custom-tool adapter", () => {
         assert.include(error.problem, problem)
       }
     }))
+})
+
+describe("custom tools with Effect Schema parameters", () => {
+  const Deploy = Schema.Struct({
+    service: Schema.String.pipe(Schema.minLength(1)),
+    replicas: Schema.optional(Schema.Int.pipe(Schema.between(1, 10)))
+  })
+  const seen: Array<unknown> = []
+  const deploy = CustomTools.make({
+    name: "deploy",
+    description: "Deploy a service.",
+    parameters: Deploy,
+    // `params` is typed from the Schema: { readonly service: string; readonly replicas?: number }
+    execute: async (params) => {
+      seen.push(params)
+      return `Would deploy ${params.service} with ${params.replicas ?? 1} replica(s).`
+    }
+  })
+
+  it.effect("sends the derived JSON Schema in its strict form, and decodes the arguments into typed params", () =>
+    Effect.gen(function*() {
+      seen.length = 0
+      const [tool] = yield* CustomTools.registerCustomTools([deploy])
+      const schema = tool!.parameters as any
+      deepStrictEqual(schema.required, ["service", "replicas"])
+      assert.isFalse(schema.additionalProperties)
+      assert.isUndefined(schema.$schema)
+      deepStrictEqual(openAiStrict(schema), [])
+      deepStrictEqual(anthropic(schema), [])
+      // null is the strict wire form of "not given".
+      const result = yield* tool!.execute({ service: "api", replicas: null })
+      assert.strictEqual(ToolResult.textOf(result), "Would deploy api with 1 replica(s).")
+      yield* tool!.execute({ service: "web", replicas: 3 })
+      deepStrictEqual(seen, [{ service: "api" }, { service: "web", replicas: 3 }])
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("arguments the Schema refuses get InvalidCustomToolParams naming the field, and execute does not run", () =>
+    Effect.gen(function*() {
+      seen.length = 0
+      const [tool] = yield* CustomTools.registerCustomTools([deploy])
+      const tooMany = yield* Effect.flip(tool!.execute({ service: "api", replicas: 50 }))
+      assert.instanceOf(tooMany, CustomTools.InvalidCustomToolParams)
+      assert.strictEqual((tooMany as CustomTools.InvalidCustomToolParams).field, "replicas")
+      const empty = yield* Effect.flip(tool!.execute({ service: "", replicas: null }))
+      assert.strictEqual((empty as CustomTools.InvalidCustomToolParams).field, "service")
+      deepStrictEqual(seen, [])
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
 })
