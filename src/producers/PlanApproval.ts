@@ -22,16 +22,19 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
+import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import * as Scope from "effect/Scope"
-import { ToolError } from "../domain/Errors.js"
+import { NoPendingAction, type PendingStoreError, ToolError } from "../domain/Errors.js"
 import type { Extra, Invoker } from "../domain/ResolveParams.js"
 import * as ToolResult from "../domain/ToolResult.js"
-import * as PendingAction from "../services/PendingAction.js"
+import * as ActionKind from "../services/ActionKind.js"
+import { PendingActions } from "../services/PendingActions.js"
 import { StandingResolveHandler } from "../services/StandingResolveHandler.js"
 
 // -----------------------------------------------------------------------------------------------------------------
@@ -260,116 +263,193 @@ export const defaultMaxPlanBytes = 1_048_576
 export const sourceToolName = "plan"
 
 /**
- * Enters plan mode: forks a mode scope from the current `Scope`, installs the plan handler in it, and returns the
- * mode. The mode ends when the plan is approved, when `leave` is called, or when the enclosing scope closes; each
- * closes the mode scope, which uninstalls the handler (only if it is still the installed one).
+ * The approval callback of plan mode, as a service: `enter` provides its `approve` option as this for the plan it
+ * stages; a durable session that restores a plan after a restart needs it from the layer
+ * (`ResolveRuntime.durable({ kinds: [PlanApproval.kind], ... })` requires it).
+ *
+ * @since 0.2.0
+ * @category tags
+ */
+export class Approver extends Context.Tag("effect-resolve/PlanApproval/Approver")<
+  Approver,
+  (submission: PlanSubmission) => Effect.Effect<PlanDecision, unknown>
+>() {}
+
+/**
+ * The payload of a plan-approval action: the plan file and the size cap.
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const PlanPayload = Schema.Struct({ planFilePath: Schema.String, maxPlanBytes: Schema.Number })
+
+const stillInPlanMode = `then call resolve with action "apply" again. You are still in plan mode.`
+
+// The plan as text: a regular file (a FIFO or a device would block or never end), within the size cap (checked
+// before reading, and again on what was read in case it grew), valid UTF-8 (never approved with U+FFFD).
+const readPlan = (
+  fs: FileSystem.FileSystem,
+  planFilePath: string,
+  maxPlanBytes: number
+): Effect.Effect<string, ToolError> => {
+  const writeFirst = (state: string) =>
+    new ToolError({
+      message: `No plan to approve: ${planFilePath} ${state}. Write the plan to that file first, ${stillInPlanMode}`
+    })
+  const tooLarge = (bytes: number | bigint) =>
+    new ToolError({
+      message: `The plan ${planFilePath} is ${bytes} bytes; at most ${maxPlanBytes} bytes are accepted. Shorten ` +
+        `the plan (keep the steps and decisions, leave out detail that belongs in the code), ${stillInPlanMode}`
+    })
+  return Effect.gen(function*() {
+    const info = yield* fs.stat(planFilePath)
+    if (info.type !== "File") {
+      return yield* new ToolError({
+        message: `No plan to approve: ${planFilePath} is not a regular file (${info.type}). Write the plan to ` +
+          `that file, ${stillInPlanMode}`
+      })
+    }
+    if (info.size > BigInt(maxPlanBytes)) return yield* tooLarge(info.size)
+    const bytes = yield* fs.readFile(planFilePath)
+    if (bytes.length > maxPlanBytes) return yield* tooLarge(bytes.length)
+    const content = yield* Effect.try({
+      try: () => utf8.decode(bytes),
+      catch: () =>
+        new ToolError({
+          message: `The plan ${planFilePath} is not valid UTF-8 text. Rewrite it as UTF-8 text, ${stillInPlanMode}`
+        })
+    })
+    if (content.trim() === "") return yield* writeFirst("is empty")
+    return content
+  }).pipe(
+    Effect.catchIf(
+      (error) => error._tag === "SystemError" && error.reason === "NotFound",
+      () => Effect.fail(writeFirst("does not exist"))
+    ),
+    Effect.mapError((error) =>
+      error instanceof ToolError ?
+        error :
+        new ToolError({ message: `Cannot read the plan ${planFilePath}: ${error.message}` })
+    )
+  )
+}
+
+/**
+ * The durable kind of a plan approval (standing: it neither forces `resolve` nor gates other tools). `apply` reads
+ * the plan, derives its title and asks the `Approver`: approved, the action is applied; refused, `apply` fails with
+ * a `ToolError` carrying the feedback ("Plan refinement requested ..."), so the action stays pending and the mode
+ * goes on. After a crash during an approval, it is pending again (`recover`): the approval is asked again.
+ *
+ * @since 0.2.0
+ * @category kinds
+ */
+export const kind = ActionKind.make({
+  name: "plan",
+  payload: PlanPayload,
+  standing: true,
+  apply: ({ maxPlanBytes, planFilePath }, call) =>
+    Effect.gen(function*() {
+      const fs = yield* FileSystem.FileSystem
+      const path = yield* Path.Path
+      const approve = yield* Approver
+      const fileName = path.basename(planFilePath)
+      const content = yield* readPlan(fs, planFilePath, maxPlanBytes)
+      const title = planTitle({ extra: call.extra, content, fileName })
+      const details: PlanDetails = { planFilePath, title, planExists: true }
+      const decision = yield* approve({ planFilePath, title, content, reason: call.reason, extra: call.extra })
+      if (decision._tag === "Approved") {
+        return ToolResult.text(
+          `Plan approved: ${title}. Plan mode is over; implement the plan in ${planFilePath}.`,
+          details
+        )
+      }
+      const feedback = Option.match(decision.feedback, { onNone: () => "", onSome: (text) => `: ${text}` })
+      return yield* new ToolError({
+        message: `Plan refinement requested${feedback}. Revise ${planFilePath} and call resolve with action ` +
+          `"apply" again when it is ready. You are still in plan mode.`
+      })
+    }),
+  recover: () => Effect.succeed("pending" as const)
+})
+
+// The preview of a plan action: also how `enter` recognises the plan of a restored session.
+const planPreview = (planFilePath: string) =>
+  `Plan mode: write the plan to ${planFilePath}, then call resolve with action "apply" to ask for approval.`
+
+/**
+ * Enters plan mode: stages a plan-approval action of `kind` (or, in a restored durable session, takes up the one
+ * still pending for the same file), forks a mode scope from the current `Scope`, and installs the standing handler
+ * that resolves that action. The mode ends when the plan is approved, when `leave` is called, or when the enclosing
+ * scope closes; each closes the mode scope, which uninstalls the handler (only if it is still the installed one) and
+ * clears the action unless it was approved.
  *
  * @since 0.1.0
  * @category constructors
  */
 export const enter: <E, R>(
   options: PlanApprovalOptions<E, R>
-) => Effect.Effect<PlanMode, never, StandingResolveHandler | FileSystem.FileSystem | Path.Path | Scope.Scope | R> =
-  Effect.fn("PlanApproval.enter")(function*<E, R>(options: PlanApprovalOptions<E, R>) {
-    const standing = yield* StandingResolveHandler
-    const fs = yield* FileSystem.FileSystem
-    const path = yield* Path.Path
-    const context = yield* Effect.context<R>()
-    const outer = yield* Scope.Scope
-    const modeScope = yield* Scope.fork(outer, ExecutionStrategy.sequential)
-    const exited = yield* Deferred.make<PlanModeExit>()
-    yield* Scope.addFinalizer(modeScope, Deferred.succeed(exited, { _tag: "Left" }))
-
-    const maxPlanBytes = options.maxPlanBytes ?? defaultMaxPlanBytes
-    if (!Number.isSafeInteger(maxPlanBytes) || maxPlanBytes <= 0) {
-      return yield* Effect.dieMessage(
-        `PlanApproval.enter: maxPlanBytes must be a positive integer, got ${maxPlanBytes}`
-      )
-    }
-    const planFilePath = path.resolve(options.planFilePath)
-    const fileName = path.basename(planFilePath)
-    const end = (exit: PlanModeExit) =>
-      Effect.uninterruptible(Effect.zipRight(Deferred.succeed(exited, exit), Scope.close(modeScope, Exit.void)))
-
-    const writeFirst = (state: string) =>
-      new ToolError({
-        message: `No plan to approve: ${planFilePath} ${state}. Write the plan to that file first, then call ` +
-          `resolve with action "apply" again. You are still in plan mode.`
-      })
-
-    const stillInPlanMode = `then call resolve with action "apply" again. You are still in plan mode.`
-    const tooLarge = (bytes: number | bigint) =>
-      new ToolError({
-        message: `The plan ${planFilePath} is ${bytes} bytes; at most ${maxPlanBytes} bytes are accepted. Shorten ` +
-          `the plan (keep the steps and decisions, leave out detail that belongs in the code), ${stillInPlanMode}`
-      })
-
-    // The plan as text: a regular file (a FIFO or a device would block or never end), within the size cap (checked
-    // before reading, and again on what was read in case it grew), valid UTF-8 (never approved with U+FFFD).
-    const readPlan: Effect.Effect<string, ToolError> = Effect.gen(function*() {
-      const info = yield* fs.stat(planFilePath)
-      if (info.type !== "File") {
-        return yield* new ToolError({
-          message: `No plan to approve: ${planFilePath} is not a regular file (${info.type}). Write the plan to ` +
-            `that file, ${stillInPlanMode}`
-        })
-      }
-      if (info.size > BigInt(maxPlanBytes)) return yield* tooLarge(info.size)
-      const bytes = yield* fs.readFile(planFilePath)
-      if (bytes.length > maxPlanBytes) return yield* tooLarge(bytes.length)
-      return yield* Effect.try({
-        try: () => utf8.decode(bytes),
-        catch: () =>
-          new ToolError({
-            message: `The plan ${planFilePath} is not valid UTF-8 text. Rewrite it as UTF-8 text, ${stillInPlanMode}`
-          })
-      })
-    }).pipe(
-      Effect.catchIf(
-        (error) => error._tag === "SystemError" && error.reason === "NotFound",
-        () => Effect.fail(writeFirst("does not exist"))
-      ),
-      Effect.mapError((error) =>
-        error instanceof ToolError ?
-          error :
-          new ToolError({ message: `Cannot read the plan ${planFilePath}: ${error.message}` })
-      )
+) => Effect.Effect<
+  PlanMode,
+  PendingStoreError,
+  StandingResolveHandler | PendingActions | FileSystem.FileSystem | Path.Path | Scope.Scope | R
+> = Effect.fn("PlanApproval.enter")(function*<E, R>(options: PlanApprovalOptions<E, R>) {
+  const standing = yield* StandingResolveHandler
+  const pending = yield* PendingActions
+  const path = yield* Path.Path
+  const context = yield* Effect.context<R>()
+  const maxPlanBytes = options.maxPlanBytes ?? defaultMaxPlanBytes
+  if (!Number.isSafeInteger(maxPlanBytes) || maxPlanBytes <= 0) {
+    return yield* Effect.dieMessage(
+      `PlanApproval.enter: maxPlanBytes must be a positive integer, got ${maxPlanBytes}`
     )
-
-    const spec: PendingAction.PendingActionSpec<E | ToolError, R> = {
-      label: `Plan: ${fileName}`,
+  }
+  const planFilePath = path.resolve(options.planFilePath)
+  const preview = planPreview(planFilePath)
+  const approve = (submission: PlanSubmission) => Effect.provide(options.approve(submission), context)
+  const files = yield* Effect.context<FileSystem.FileSystem | Path.Path>()
+  const restored = (yield* pending.list).find((info) =>
+    info.kind === kind.name && info.status === "pending" && info.preview === preview
+  )
+  const stagePlan = Effect.map(
+    pending.stageKind(kind, { planFilePath, maxPlanBytes }, {
+      label: `Plan: ${path.basename(planFilePath)}`,
       sourceToolName,
-      apply: (reason, extra) =>
-        Effect.gen(function*() {
-          const content = yield* readPlan
-          if (content.trim() === "") return yield* writeFirst("is empty")
-          const title = planTitle({ extra, content, fileName })
-          const details: PlanDetails = { planFilePath, title, planExists: true }
-          const decision = yield* options.approve({ planFilePath, title, content, reason, extra })
-          if (decision._tag === "Approved") {
-            yield* end({ _tag: "Approved", title, planFilePath })
-            return ToolResult.text(
-              `Plan approved: ${title}. Plan mode is over; implement the plan in ${planFilePath}.`,
-              details
-            )
-          }
-          const feedback = Option.match(decision.feedback, { onNone: () => "", onSome: (text) => `: ${text}` })
-          return ToolResult.text(
-            `Plan refinement requested${feedback}. Revise ${planFilePath} and call resolve with action "apply" ` +
-              `again when it is ready. You are still in plan mode.`,
-            details
-          )
-        })
-    }
+      preview
+    }).pipe(Effect.provideService(Approver, approve), Effect.provide(files)),
+    (handle) => handle.id
+  )
+  // The plan action the mode resolves; a discarded one is replaced, so the mode (and its handler) stays.
+  let id = restored !== undefined ? restored.id : yield* stagePlan
 
-    const handler: Invoker = (invocation) =>
-      PendingAction.runResolveInvocation(spec, invocation).pipe(Effect.provide(context))
-    yield* Scope.extend(standing.install(handler), modeScope)
+  const outer = yield* Scope.Scope
+  const modeScope = yield* Scope.fork(outer, ExecutionStrategy.sequential)
+  const exited = yield* Deferred.make<PlanModeExit>()
+  yield* Scope.addFinalizer(
+    modeScope,
+    Effect.zipRight(Deferred.succeed(exited, { _tag: "Left" }), Effect.ignore(Effect.suspend(() => pending.clear(id))))
+  )
+  const end = (exit: PlanModeExit) =>
+    Effect.uninterruptible(Effect.zipRight(Deferred.succeed(exited, exit), Scope.close(modeScope, Exit.void)))
 
-    return {
-      planFilePath,
-      active: Effect.map(Deferred.isDone(exited), (done) => !done),
-      left: Deferred.await(exited),
-      leave: end({ _tag: "Left" })
-    }
-  })
+  const handler: Invoker = (invocation) =>
+    Effect.tap(
+      pending.resolveOr({ ...invocation, id }, () => Effect.fail(new NoPendingAction())),
+      (result) => {
+        if (invocation.action === "discard") {
+          return Effect.orDie(Effect.map(stagePlan, (next) => {
+            id = next
+          }))
+        }
+        const details = (result.details as { sourceResultDetails?: PlanDetails } | undefined)?.sourceResultDetails
+        return end({ _tag: "Approved", title: details?.title ?? "plan", planFilePath })
+      }
+    )
+  yield* Scope.extend(standing.install(handler), modeScope)
+
+  return {
+    planFilePath,
+    active: Effect.map(Deferred.isDone(exited), (done) => !done),
+    left: Deferred.await(exited),
+    leave: end({ _tag: "Left" })
+  }
+})

@@ -658,8 +658,9 @@ export const make = (
             Effect.zipRight(settleStore(entry, "pending", outcome), write(entry.id, ["pending"], "cleared")) :
             settleStore(entry, status === "pending" ? "pending" : done, outcome)
           // Still pending after a failure: remind the model (not after an interruption, nor for a dropped action,
-          // where a reminder would point at nothing). The forcing directive is requeued when the turn ends.
-          const remind = status === "pending" && !interrupted ?
+          // where a reminder would point at nothing, nor for a standing one, which is no preview). The forcing
+          // directive is requeued when the turn ends.
+          const remind = status === "pending" && !interrupted && !entry.standing ?
             Effect.asVoid(bus.steer(resolveReminder(entry.sourceToolName))) :
             Effect.void
           return Effect.zipRight(Effect.zipRight(recorded, remind), failed)

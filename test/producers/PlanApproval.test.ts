@@ -8,6 +8,8 @@ import * as OS from "node:os"
 import * as NPath from "node:path"
 import {
   NoPendingAction,
+  PendingActions,
+  PendingStore,
   queueResolveHandler,
   ResolveRuntime,
   ResolveTool,
@@ -16,6 +18,7 @@ import {
   ToolResult
 } from "../../src/index.js"
 import * as PlanApproval from "../../src/producers/PlanApproval.js"
+import { makeMemory } from "../../src/services/PendingStore.js"
 import { failureOf, successOf } from "../support/exits.js"
 
 const tempDir = Effect.acquireRelease(
@@ -296,13 +299,14 @@ describe("PlanApproval", () => {
     session((plan) =>
       Effect.gen(function*() {
         yield* plan.write(`# ${"Heading ".repeat(2_000)}\n`)
-        yield* PlanApproval.enter({ planFilePath: plan.path, approve: () => Effect.succeed(PlanApproval.refused()) })
-        const fromHeading = successOf(yield* resolveCall({ action: "apply", reason: "Ready." }))
-        assert.strictEqual((fromHeading.details as any).sourceResultDetails.title, "Heading-".repeat(13).slice(0, 100))
-        const fromExtra = successOf(
-          yield* resolveCall({ action: "apply", reason: "Ready.", extra: { title: "t".repeat(10_000) } })
-        )
-        assert.strictEqual((fromExtra.details as any).sourceResultDetails.title, "t".repeat(100))
+        const titles: Array<string> = []
+        yield* PlanApproval.enter({
+          planFilePath: plan.path,
+          approve: (submission) => Effect.sync(() => (titles.push(submission.title), PlanApproval.refused()))
+        })
+        failureOf(yield* resolveCall({ action: "apply", reason: "Ready." }))
+        failureOf(yield* resolveCall({ action: "apply", reason: "Ready.", extra: { title: "t".repeat(10_000) } }))
+        deepStrictEqual(titles, ["Heading-".repeat(13).slice(0, 100), "t".repeat(100)])
       })
     ))
 
@@ -320,7 +324,7 @@ describe("PlanApproval", () => {
       })
     ))
 
-  it.live("refused: 'Plan refinement requested …' with the feedback, the mode stays, a later approval ends it", () =>
+  it.live("refused: a ToolError 'Plan refinement requested …' with the feedback, the mode stays, a later approval ends it", () =>
     session((plan) =>
       Effect.gen(function*() {
         yield* plan.write("# Draft\n")
@@ -329,19 +333,21 @@ describe("PlanApproval", () => {
           planFilePath: plan.path,
           approve: () => Ref.modify(answers, ([first, ...rest]) => [first!, rest])
         })
-        const refusal = successOf(yield* resolveCall({ action: "apply", reason: "Ready?" }))
+        // Refused: not approved, so the plan action stays pending (a ToolError the model reads as is).
+        const refusal = failureOf(yield* resolveCall({ action: "apply", reason: "Ready?" }))
+        assert.strictEqual(refusal._tag, "ToolError")
         assert.strictEqual(
-          ToolResult.textOf(refusal),
+          refusal.message,
           `Plan refinement requested: Cover the error cases.. Revise ${plan.path} and call resolve with action ` +
             `"apply" again when it is ready. You are still in plan mode.`
         )
-        deepStrictEqual((refusal.details as any).sourceResultDetails, {
+        assert.isTrue(yield* mode.active)
+        const approval = successOf(yield* resolveCall({ action: "apply", reason: "Now with error cases." }))
+        deepStrictEqual((approval.details as any).sourceResultDetails, {
           planFilePath: plan.path,
           title: "Draft",
           planExists: true
         })
-        assert.isTrue(yield* mode.active)
-        successOf(yield* resolveCall({ action: "apply", reason: "Now with error cases." }))
         assert.isFalse(yield* mode.active)
       })
     ))
@@ -351,8 +357,8 @@ describe("PlanApproval", () => {
       Effect.gen(function*() {
         yield* plan.write("# Draft\n")
         yield* PlanApproval.enter({ planFilePath: plan.path, approve: () => Effect.succeed(PlanApproval.refused()) })
-        const refusal = successOf(yield* resolveCall({ action: "apply", reason: "Ready?" }))
-        assert.match(ToolResult.textOf(refusal), /^Plan refinement requested\. Revise /)
+        const refusal = failureOf(yield* resolveCall({ action: "apply", reason: "Ready?" }))
+        assert.match(refusal.message, /^Plan refinement requested\. Revise /)
       })
     ))
 
@@ -453,4 +459,60 @@ describe("PlanApproval", () => {
         assert.strictEqual(ToolResult.textOf(result), "Discarded: Plan: PLAN.md.second.md. Reason: x")
       })
     ))
+})
+
+describe("PlanApproval in a durable session", () => {
+  it.live("plan mode survives a restart: the restored plan action is taken up again and approved once", () =>
+    Effect.scoped(Effect.gen(function*() {
+      const dir = yield* tempDir
+      const planFilePath = NPath.join(dir, "PLAN.md")
+      yield* Effect.promise(() => NFS.writeFile(planFilePath, "# Cache layer\n"))
+      const store = Layer.succeed(PendingStore, makeMemory())
+      const approvals = yield* Ref.make(0)
+      const approve = () => Effect.as(Ref.update(approvals, (n) => n + 1), PlanApproval.approved)
+      // A process: a durable session whose layer knows the plan kind (and how to approve, for a restored plan).
+      const open = Effect.gen(function*() {
+        const scope = yield* Scope.make()
+        const context = yield* Layer.buildWithScope(
+          ResolveRuntime.durable({ session: "planning", store, kinds: [PlanApproval.kind] }).pipe(
+            Layer.provideMerge(Layer.mergeAll(NodeContext.layer, Layer.succeed(PlanApproval.Approver, approve)))
+          ),
+          scope
+        )
+        return { context, scope }
+      })
+
+      const first = yield* open
+      const mode = yield* PlanApproval.enter({ planFilePath, approve }).pipe(
+        Effect.provide(first.context),
+        Scope.extend(first.scope)
+      )
+      assert.isTrue(yield* mode.active)
+      const [staged] = yield* Effect.flatMap(PendingActions, (p) => p.list).pipe(Effect.provide(first.context))
+      deepStrictEqual([staged!.kind, staged!.status], ["plan", "pending"])
+      // The process dies without leaving plan mode: its scope is never closed.
+
+      const second = yield* open
+      const resumed = yield* PlanApproval.enter({ planFilePath, approve }).pipe(
+        Effect.provide(second.context),
+        Scope.extend(second.scope)
+      )
+      const result = successOf(
+        yield* Effect.exit(ResolveTool.execute({ action: "apply", reason: "Ready." })).pipe(
+          Effect.provide(second.context)
+        )
+      )
+      assert.strictEqual((result.details as any).sourceResultDetails.title, "Cache-layer")
+      deepStrictEqual(yield* resumed.left, { _tag: "Approved", title: "Cache-layer", planFilePath })
+      // The same action, approved once; plan mode staged no second one.
+      deepStrictEqual(
+        (yield* Effect.flatMap(PendingActions, (p) => p.list).pipe(Effect.provide(second.context))).map((info) => [
+          info.id,
+          info.status
+        ]),
+        [[staged!.id, "applied"]]
+      )
+      assert.strictEqual(yield* Ref.get(approvals), 1)
+      yield* Scope.close(second.scope, Exit.void)
+    })))
 })
