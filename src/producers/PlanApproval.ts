@@ -363,9 +363,13 @@ export const kind = ActionKind.make({
           details
         )
       }
-      const feedback = Option.match(decision.feedback, { onNone: () => "", onSome: (text) => `: ${text}` })
+      // Feedback ends with its own full stop, or gets one.
+      const feedback = Option.match(decision.feedback, {
+        onNone: () => ".",
+        onSome: (text) => `: ${text.trim()}${/[.!?]$/.test(text.trim()) ? "" : "."}`
+      })
       return yield* new ToolError({
-        message: `Plan refinement requested${feedback}. Revise ${planFilePath} and call resolve with action ` +
+        message: `Plan refinement requested${feedback} Revise ${planFilePath} and call resolve with action ` +
           `"apply" again when it is ready. You are still in plan mode.`
       })
     }),

@@ -338,7 +338,7 @@ describe("PlanApproval", () => {
         assert.strictEqual(refusal._tag, "ToolError")
         assert.strictEqual(
           refusal.message,
-          `Plan refinement requested: Cover the error cases.. Revise ${plan.path} and call resolve with action ` +
+          `Plan refinement requested: Cover the error cases. Revise ${plan.path} and call resolve with action ` +
             `"apply" again when it is ready. You are still in plan mode.`
         )
         assert.isTrue(yield* mode.active)
