@@ -1,0 +1,85 @@
+/**
+ * Every README example runs as printed: each marked block of the README equals its file under examples/, and the
+ * output block under it equals what the file prints (scripts/readme-examples.ts; `npm run readme` rewrites the
+ * blocks). The files import the package by name, so they run against the build (`npm test` builds first), as a user's
+ * code would. `examples/real-provider.ts` needs a provider: it runs here against a local emulator of each API.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect } from "effect"
+import { execFile } from "node:child_process"
+import { readFileSync } from "node:fs"
+import { join } from "node:path"
+import { promisify } from "node:util"
+import { blocks, root, runExample } from "../../scripts/readme-examples.js"
+import * as ProviderServer from "../support/ProviderServer.js"
+
+const readme = readFileSync(join(root, "README.md"), "utf8")
+const marked = blocks(readme)
+
+describe("README examples", () => {
+  it("the README shows examples, each a file", () => {
+    assert.isAtLeast(marked.length, 8)
+    assert.strictEqual(new Set(marked.map((block) => block.file)).size, marked.length)
+  })
+
+  for (const block of marked) {
+    it(`${block.file}: the README shows the file as it is`, () => {
+      assert.strictEqual(block.code, readFileSync(join(root, block.file), "utf8"), "run `npm run readme`")
+    })
+    if (block.output !== undefined) {
+      it(`${block.file}: runs and prints what the README shows`, async () => {
+        assert.strictEqual(await runExample(block.file), block.output, "run `npm run readme`")
+      }, 120_000)
+    }
+  }
+})
+
+const runReal = (provider: "openai" | "anthropic", url: string) =>
+  promisify(execFile)(process.execPath, ["--import", "tsx", "examples/real-provider.ts", provider], {
+    cwd: root,
+    env: {
+      ...process.env,
+      OPENAI_API_KEY: "sk-test",
+      ANTHROPIC_API_KEY: "sk-ant-test",
+      OPENAI_API_URL: url,
+      ANTHROPIC_API_URL: url
+    },
+    timeout: 120_000
+  })
+
+describe("examples/real-provider.ts against a local emulator of each API", () => {
+  const script = (format: (reply: ProviderServer.Reply) => ProviderServer.Answer) => (_: unknown, index: number) =>
+    format(
+      index === 0 ?
+        { calls: [{ name: "edit", args: { file: "greet.ts", content: "export const greet = () => 'hi'" } }] } :
+        index === 1 ?
+        { calls: [{ name: "resolve", args: { action: "apply", reason: "As asked.", extra: null, id: null } }] } :
+        { text: "Created greet.ts." }
+    )
+
+  it.live("OpenAI: the preview is staged, forced, applied", () =>
+    Effect.gen(function*() {
+      const server = yield* ProviderServer.start(script((reply) => ProviderServer.openAiResponse("gpt-4.1", reply)))
+      const { stdout } = yield* Effect.promise(() => runReal("openai", server.url))
+      assert.strictEqual(stdout, "Created greet.ts.\ngreet.ts: export const greet = () => 'hi'\n")
+      assert.deepStrictEqual(server.received.map((request) => request.body.tool_choice), [
+        "auto",
+        { type: "function", name: "resolve" },
+        "auto"
+      ])
+    }).pipe(Effect.scoped), 120_000)
+
+  it.live(
+    "Anthropic with extended thinking: the soft path (a reminder, never a forced tool_choice)",
+    () =>
+      Effect.gen(function*() {
+        const server = yield* ProviderServer.start(
+          script((reply) => ProviderServer.anthropicMessage("claude-sonnet-4-5", reply))
+        )
+        const { stdout } = yield* Effect.promise(() => runReal("anthropic", server.url))
+        assert.strictEqual(stdout, "Created greet.ts.\ngreet.ts: export const greet = () => 'hi'\n")
+        for (const request of server.received) assert.deepStrictEqual(request.body.tool_choice, { type: "auto" })
+      }).pipe(Effect.scoped),
+    120_000
+  )
+})
