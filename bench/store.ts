@@ -22,10 +22,21 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as ManagedRuntime from "effect/ManagedRuntime"
 import * as Option from "effect/Option"
+import * as Schema from "effect/Schema"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import {
+  ActionKind,
+  PendingActions,
+  ResolveTool,
+  stageKind,
+  SteeringBus,
+  ToolChoiceQueue,
+  ToolResult
+} from "../dist/index.js"
 import { PendingStore } from "../dist/services/PendingStore.js"
+import { StandingResolveHandler } from "../dist/services/StandingResolveHandler.js"
 import * as PostgresStore from "../dist/stores/PostgresStore.js"
 import * as SqlPendingStore from "../dist/stores/SqlPendingStore.js"
 import { findBinaries, freshSchema, type Server, startServer, stopServer } from "../test/support/postgres.js"
@@ -39,6 +50,12 @@ export interface StoreFigure {
   readonly repeats: number
   /** Through the PendingStore. */
   readonly value: number
+  /**
+   * The whole durable round trip as an app runs it: stage a preview of a durable kind (`stageKind`: the record, its
+   * forcing directive, the reminder), serve the turn, `ResolveTool.execute` with its id (claim, no-op apply,
+   * settle), end the turn.
+   */
+  readonly session: number
   /** By hand, one transaction per transition (record write + journal insert). */
   readonly floorTransactions: number
   /** By hand, the store's own statements. */
@@ -175,8 +192,39 @@ const programs = (n: number) => {
     }
   })
 
-  return { viaStore, byHandTransactions, byHandStatements }
+  const viaSession = Effect.gen(function*() {
+    const queue = yield* ToolChoiceQueue
+    const bus = yield* SteeringBus
+    for (let i = 0; i < n; i++) {
+      const handle = yield* stageKind(Edit, payload, {
+        label: "Edit: 1 replacement(s) in 1 file(s)",
+        sourceToolName: "edit"
+      })
+      yield* bus.drain
+      yield* queue.nextToolChoice
+      yield* ResolveTool.execute({ action: "apply", reason: "The diff matches.", extra: null, id: handle.id })
+      yield* queue.resolve
+    }
+  })
+
+  return { viaStore, byHandTransactions, byHandStatements, viaSession }
 }
+
+/** A durable kind with the payload above and a no-op apply. */
+const Edit = ActionKind.make({
+  name: "edit",
+  payload: Schema.Struct({
+    paths: Schema.Array(Schema.String),
+    before: Schema.Array(Schema.String),
+    writes: Schema.Array(Schema.Struct({ path: Schema.String, text: Schema.String }))
+  }),
+  apply: () => Effect.succeed(ToolResult.text("Applied."))
+})
+
+/** One durable session on the store of the layer below it. */
+const sessionLayer = PendingActions.layerDurable({ session: "bench", kinds: [Edit] }).pipe(
+  Layer.provideMerge(Layer.mergeAll(ToolChoiceQueue.layer, SteeringBus.layer, StandingResolveHandler.layer))
+)
 
 const measure = async (
   store: "sqlite" | "postgres",
@@ -184,7 +232,7 @@ const measure = async (
   roundTrips: number,
   repeats: number
 ): Promise<StoreFigure> => {
-  const runtime = ManagedRuntime.make(layer)
+  const runtime = ManagedRuntime.make(Layer.provideMerge(sessionLayer, layer))
   try {
     await runtime.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
       Effect.forEach(
@@ -193,12 +241,13 @@ const measure = async (
         { discard: true }
       )))
     const p = programs(roundTrips)
-    const subjects: ReadonlyArray<Effect.Effect<void, unknown, PendingStore | SqlClient.SqlClient>> = [
+    const subjects: ReadonlyArray<Effect.Effect<void, unknown, any>> = [
       p.viaStore,
       p.byHandTransactions,
-      p.byHandStatements
+      p.byHandStatements,
+      p.viaSession
     ]
-    const [value, floorTransactions, floorStatements] = await compareMediansAsync(
+    const [value, floorTransactions, floorStatements, session] = await compareMediansAsync(
       subjects.map((program) => ({ run: () => runtime.runPromise(program) })),
       roundTrips,
       repeats
@@ -208,6 +257,7 @@ const measure = async (
       roundTrips,
       repeats,
       value: value!,
+      session: session!,
       floorTransactions: floorTransactions!,
       floorStatements: floorStatements!
     }
