@@ -17,13 +17,21 @@ const step = (title: string) => Console.log(`\n-- ${title}`)
 
 const show = (value: unknown) => JSON.stringify(value)
 
+const shownOnce = new Set<string>()
+
 /** One simulated model turn: serve the queue, let the "model" call resolve, end the turn. */
 const modelTurn = (call: { readonly action: "apply" | "discard"; readonly reason: string }) =>
   Effect.gen(function*() {
     const queue = yield* ToolChoiceQueue
     const bus = yield* SteeringBus
     const steering = yield* bus.drain
-    for (const message of steering) yield* Console.log(`   steering [${message.customType}]: ${show(message.content)}`)
+    for (const message of steering) {
+      // The reminder's text in full the first time; after that, its name.
+      yield* Console.log(
+        `   steering [${message.customType}]${shownOnce.has(message.content) ? "" : `: ${show(message.content)}`}`
+      )
+      shownOnce.add(message.content)
+    }
     const choice = yield* queue.nextToolChoice
     yield* Console.log(`   tool_choice: ${Option.match(choice, { onNone: () => "auto", onSome: show })}`)
     yield* Console.log(`   model calls resolve ${show(call)}`)
