@@ -34,7 +34,9 @@ export interface TextEdit {
 /**
  * What `replaceTracked` gives: the new text, its UTF-8 size, the number of replacements and the changed regions,
  * four numbers each (`newStart, newEnd, oldStart, oldEnd`, UTF-16 offsets, in order). Outside the regions the new
- * text equals the old one; a region may also cover unchanged text on the lines it touches.
+ * text equals the old one; a region may also cover unchanged text on the lines it touches. The new text is built by
+ * concatenation and is only flattened when read as a whole: `regionText` gives a region's new text from the old
+ * text (one edit) or from the new one (several).
  *
  * @since 0.2.0
  * @category models
@@ -46,6 +48,8 @@ export type ReplaceOutcome =
     readonly bytes: number
     readonly replacements: number
     readonly regions: ReadonlyArray<number>
+    /** The new text of region `index` (the one at `regions[4 * index]`), without reading the whole new text. */
+    readonly regionText: (index: number) => string
   }
   | { readonly _tag: "NotFound"; readonly editIndex: number }
   | { readonly _tag: "Ambiguous"; readonly editIndex: number; readonly occurrences: number }
@@ -93,7 +97,14 @@ export const replaceTracked = (
     size = grown
     replacements += count
   }
-  return { _tag: "Replaced", text: current, bytes: size, replacements, regions }
+  const final = regions
+  const single = edits.length === 1 ? edits[0]! : undefined
+  const regionText = single === undefined ?
+    (index: number) => current.slice(final[4 * index]!, final[4 * index + 1]!) :
+    // One edit: a region is whole occurrences and the text between them, on the old text.
+    (index: number) =>
+      text.slice(final[4 * index + 2]!, final[4 * index + 3]!).split(single.oldText).join(single.newText)
+  return { _tag: "Replaced", text: current, bytes: size, replacements, regions, regionText }
 }
 
 /**
@@ -291,11 +302,14 @@ const splitLines = (text: string, from: number, to: number): Array<string> => {
   return lines
 }
 
-/** How many lines `text` has between `from` and `to` (a line boundary, or the end of the text). */
-const countLines = (text: string, from: number, to: number): number => {
+/**
+ * How many lines `text` has between `from` and `to` (a line boundary, or the end of the text), counting no further
+ * than `max`.
+ */
+const countLines = (text: string, from: number, to: number, max = Number.MAX_SAFE_INTEGER): number => {
   let count = 0
   let at = from
-  while (at < to) {
+  while (at < to && count < max) {
     const nl = text.indexOf("\n", at)
     count++
     at = nl === -1 || nl >= to ? to : nl + 1
@@ -332,53 +346,64 @@ const tailOf = (text: string, run: Equal, n: number): ReadonlyArray<string> => {
   return lines.reverse()
 }
 
-/** Changed blocks at line boundaries, four numbers each: oldFrom, oldTo, newFrom, newTo. */
-const blocksOf = (oldText: string, newText: string, regions: ReadonlyArray<number>): Array<number> => {
+/** The regions of a diff, and the new text of each (see `ReplaceOutcome`). */
+interface Edited {
+  readonly regions: ReadonlyArray<number>
+  readonly regionText: (index: number) => string
+}
+
+/**
+ * Changed blocks at line boundaries, four numbers each: oldFrom, oldTo, and the first and last region they hold.
+ * The new side of a block is its old text with those regions replaced.
+ */
+const blocksOf = (oldText: string, { regionText, regions }: Edited): Array<number> => {
   const blocks: Array<number> = []
-  let k = 0
-  while (k < regions.length) {
-    let newEnd = regions[k + 1]!
-    const oldStart = regions[k + 2]!
-    let oldEnd = regions[k + 3]!
-    const newStart = regions[k]!
-    k += 4
+  /** The last character of the new text up to the end of region `r`. */
+  const newCharBefore = (r: number) => {
+    const replaced = regionText(r)
+    const oldStart = regions[4 * r + 2]!
+    return replaced.length > 0 ?
+      replaced.charCodeAt(replaced.length - 1) :
+      oldStart === 0 ?
+      -1 :
+      oldText.charCodeAt(oldStart - 1)
+  }
+  let r = 0
+  const count = regions.length / 4
+  while (r < count) {
+    const first = r
+    const oldStart = regions[4 * r + 2]!
     // The unchanged start of the first line is the same on both sides.
     const oldFrom = oldStart === 0 ? 0 : oldText.lastIndexOf("\n", oldStart - 1) + 1
-    const newFrom = newStart - (oldStart - oldFrom)
     let oldTo: number
-    let newTo: number
     for (;;) {
+      const oldEnd = regions[4 * r + 3]!
+      const newLast = newCharBefore(r)
       const atBoundary = oldEnd === oldText.length ||
-        ((oldEnd === 0 || oldText.charCodeAt(oldEnd - 1) === 10) &&
-          (newEnd === 0 || newText.charCodeAt(newEnd - 1) === 10))
+        ((oldEnd === 0 || oldText.charCodeAt(oldEnd - 1) === 10) && (newLast === -1 || newLast === 10))
       if (atBoundary) {
         oldTo = oldEnd
-        newTo = newEnd
       } else {
         // The unchanged rest of the last line is the same on both sides too.
         const nl = oldText.indexOf("\n", oldEnd)
         oldTo = nl === -1 ? oldText.length : nl + 1
-        newTo = newEnd + (oldTo - oldEnd)
       }
       // A region on a line of this block, or on the line right after it, joins it.
-      if (
-        k < regions.length &&
-        (regions[k + 2]! <= oldTo || oldText.lastIndexOf("\n", regions[k + 2]! - 1) + 1 <= oldTo)
-      ) {
-        newEnd = regions[k + 1]!
-        oldEnd = regions[k + 3]!
-        k += 4
+      const next = regions[4 * (r + 1) + 2]
+      if (next !== undefined && (next <= oldTo || oldText.lastIndexOf("\n", next - 1) + 1 <= oldTo)) {
+        r++
         continue
       }
       break
     }
-    blocks.push(oldFrom, oldTo, newFrom, newTo)
+    blocks.push(oldFrom, oldTo, first, r)
+    r++
   }
   return blocks
 }
 
 /** The items of the whole file: unchanged runs and each block's removed and added lines, in order. */
-const itemsOf = (oldText: string, newText: string, regions: ReadonlyArray<number>): Array<Item> => {
+const itemsOf = (oldText: string, edited: Edited, context: number): Array<Item> => {
   const items: Array<Item> = []
   const pushEqual = (from: number, to: number, count: number) => {
     if (count === 0) return
@@ -389,16 +414,22 @@ const itemsOf = (oldText: string, newText: string, regions: ReadonlyArray<number
       items.push({ _tag: "Equal", count, from, to, lines: undefined })
     }
   }
-  const blocks = blocksOf(oldText, newText, regions)
+  const { regionText, regions } = edited
+  const blocks = blocksOf(oldText, edited)
   let at = 0
   for (let b = 0; b < blocks.length; b += 4) {
     const oldFrom = blocks[b]!
     const oldTo = blocks[b + 1]!
-    const newFrom = blocks[b + 2]!
-    const newTo = blocks[b + 3]!
     pushEqual(at, oldFrom, countLines(oldText, at, oldFrom))
+    let newBlock = ""
+    let from = oldFrom
+    for (let r = blocks[b + 2]!; r <= blocks[b + 3]!; r++) {
+      newBlock += oldText.slice(from, regions[4 * r + 2]!) + regionText(r)
+      from = regions[4 * r + 3]!
+    }
+    newBlock += oldText.slice(from, oldTo)
     const oldLines = splitLines(oldText, oldFrom, oldTo)
-    const newLines = splitLines(newText, newFrom, newTo)
+    const newLines = splitLines(newBlock, 0, newBlock.length)
     // Unchanged first and last lines of the block are context, not changes.
     let head = 0
     let headChars = 0
@@ -453,14 +484,17 @@ const itemsOf = (oldText: string, newText: string, regions: ReadonlyArray<number
     pushEqual(oldTo - tailChars, oldTo, tail)
     at = oldTo
   }
-  pushEqual(at, oldText.length, countLines(oldText, at, oldText.length))
+  // After the last change only the first lines of the rest are shown: their count matters only up to the point where
+  // the hunk closes (more than twice the context).
+  pushEqual(at, oldText.length, countLines(oldText, at, oldText.length, 2 * context + 1))
   return items
 }
 
 const noNewline = "\\ No newline at end of file"
 
 /**
- * A unified diff of `oldText` → `newText` from the regions `replaceTracked` gave, in the `diff` library's format
+ * A unified diff of `oldText` → its edited text, from the regions (and their new texts) `replaceTracked` gave, in the
+ * `diff` library's format
  * (`createTwoFilesPatch` with `FILE_HEADERS_ONLY`): `--- oldName` / `+++ newName` headers (names quoted by
  * `quoteFileName`), hunks with `context` lines of context, without the final line break. Also the new-file line
  * numbers of the added lines holding a bidirectional control character. Linear in the size of the texts.
@@ -472,11 +506,13 @@ export const unifiedDiff = (
   oldName: string,
   newName: string,
   oldText: string,
-  newText: string,
-  regions: ReadonlyArray<number>,
+  edited: {
+    readonly regions: ReadonlyArray<number>
+    readonly regionText: (index: number) => string
+  },
   context = 3
 ): UnifiedDiff => {
-  const items = itemsOf(oldText, newText, regions)
+  const items = itemsOf(oldText, edited, context)
   // Pieces of the output, each ending with a line break; a hunk's header is filled in when the hunk closes.
   const out: Array<string> = [`--- ${quoteFileName(oldName)}\n`, `+++ ${quoteFileName(newName)}\n`]
   const bidiLines: Array<BidiLine> = []
