@@ -286,33 +286,36 @@ const staleReason = (seen: Seen, staleAfterMs: number): string | undefined => {
   }
 }
 
-/** Creates `file` exclusively with `content`; `false` if it exists. A half-made file is removed. */
-const createExclusive = async (file: string, content: string): Promise<boolean> => {
+/**
+ * Creates `file` exclusively with `content`; its inode number, or `undefined` if it exists. A half-made file is
+ * removed.
+ */
+const createExclusive = async (file: string, content: string): Promise<number | undefined> => {
   let handle: NFS.FileHandle
   try {
     handle = await NFS.open(file, "wx", 0o644)
   } catch (error) {
-    if (errnoOf(error) === "EEXIST") return false
+    if (errnoOf(error) === "EEXIST") return undefined
     throw error
   }
   try {
     await handle.writeFile(content)
+    const { ino } = await handle.stat()
+    await handle.close()
+    return ino
   } catch (error) {
     await handle.close().catch(() => undefined)
     await NFS.unlink(file).catch(() => undefined)
     throw error
   }
-  await handle.close()
-  return true
 }
 
-/** Removes `file` if it still holds `token` (best effort: a failure leaves it to go stale). */
-const removeIfOwn = async (file: string, token: string): Promise<void> => {
+/** Removes `file` if it is still the one created with inode `ino` (best effort: a failure leaves it to go stale). */
+const removeIfOwn = async (file: string, ino: number): Promise<void> => {
   try {
-    const seen = await look(file)
-    if (seen !== undefined && parseHolder(seen.content)?.token === token) await NFS.unlink(file)
+    if ((await NFS.lstat(file)).ino === ino) await NFS.unlink(file)
   } catch {
-    // Left behind: it is recovered once stale.
+    // Gone already, or left behind: it is recovered once stale.
   }
 }
 
@@ -329,7 +332,7 @@ const recover = async (target: string, seen: Seen): Promise<boolean> => {
   const token = newToken()
   processLocks.held.add(token)
   try {
-    if (!(await createExclusive(recoveryFile, holderContent(token)))) {
+    if ((await createExclusive(recoveryFile, holderContent(token))) === undefined) {
       // Another recoverer; a recovery file left by a crash is removed once its process is gone or it is old.
       const other = await look(recoveryFile)
       if (other !== undefined && staleReason(other, recoveryStaleMs) !== undefined) {
@@ -366,9 +369,16 @@ const tryPromise = <A>(target: string, run: () => Promise<A>): Effect.Effect<A, 
       new LockFileError({ path: target, problem: messageOf(error), missing: errnoOf(error) === "ENOENT" })
   })
 
-/** One attempt at a lock file: taken (with its refresh timer), to try again at once, or to wait for its holder. */
+/** A lock file this process created, with what it takes to release it. */
+interface Taken {
+  readonly held: HeldLock
+  readonly ino: number
+  readonly timer: ReturnType<typeof setInterval>
+}
+
+/** One attempt at a lock file: taken, to try again at once, or to wait for its holder. */
 type Attempt =
-  | { readonly _tag: "Taken"; readonly timer: ReturnType<typeof setInterval> }
+  | { readonly _tag: "Taken"; readonly taken: Taken }
   | { readonly _tag: "Again" }
   | { readonly _tag: "Wait"; readonly holder: string | undefined }
 
@@ -379,18 +389,20 @@ type Attempt =
 const attemptFile = async (target: string, token: string, staleAfterMs: number): Promise<Attempt> => {
   const lockFile = lockFileOf(target)
   processLocks.held.add(token)
+  let ino: number | undefined
   try {
-    if (await createExclusive(lockFile, holderContent(token))) {
-      const timer = setInterval(() => {
-        const now = new Date()
-        NFS.utimes(lockFile, now, now).catch(() => undefined)
-      }, Math.max(10, Math.floor(staleAfterMs / 3)))
-      timer.unref()
-      return { _tag: "Taken", timer }
-    }
+    ino = await createExclusive(lockFile, holderContent(token))
   } catch (error) {
     processLocks.held.delete(token)
     throw error
+  }
+  if (ino !== undefined) {
+    const timer = setInterval(() => {
+      const now = new Date()
+      NFS.utimes(lockFile, now, now).catch(() => undefined)
+    }, Math.max(10, Math.floor(staleAfterMs / 3)))
+    timer.unref()
+    return { _tag: "Taken", taken: { held: { target, token, lockFile }, ino, timer } }
   }
   processLocks.held.delete(token)
   const seen = await look(lockFile)
@@ -401,12 +413,14 @@ const attemptFile = async (target: string, token: string, staleAfterMs: number):
   return { _tag: "Wait", holder: describeHolder(seen) }
 }
 
-const releaseFile = (held: HeldLock, timer: ReturnType<typeof setInterval>) =>
-  Effect.promise(async () => {
+/** Releases lock files this process holds, all at once. */
+const releaseAll = async (all: ReadonlyArray<Taken>): Promise<void> => {
+  await Promise.all(all.map(async ({ held, ino, timer }) => {
     clearInterval(timer)
-    await removeIfOwn(held.lockFile, held.token)
+    await removeIfOwn(held.lockFile, ino)
     processLocks.held.delete(held.token)
-  })
+  }))
+}
 
 /** Waits for `effect` until `deadline` (epoch ms); `false` if the deadline came first. */
 const until = (deadline: number, effect: Effect.Effect<void>): Effect.Effect<boolean> =>
@@ -417,55 +431,110 @@ const until = (deadline: number, effect: Effect.Effect<void>): Effect.Effect<boo
       Effect.map(Effect.timeoutOption(effect, Duration.millis(left)), (done) => done._tag === "Some")
   })
 
-/**
- * Takes the in-process lock, then the lock file, of `target` for the scope. Only the waits are interruptible:
- * taking a lock and registering its release happen together.
- */
-const lockOne = (
+/** Every in-process lock at once when all are free (`true`, their release registered), else none (`false`). */
+const takeAllLocalAtOnce = (
+  scope: Scope.Scope,
+  targets: ReadonlyArray<string>,
+  tokens: ReadonlyArray<string>
+): Effect.Effect<boolean> =>
+  Effect.uninterruptible(Effect.suspend(() => {
+    if (targets.some((target) => processLocks.entries.get(target)?.holder !== undefined)) return Effect.succeed(false)
+    targets.forEach((target, i) => {
+      entryOf(target).holder = tokens[i]
+    })
+    return Effect.as(
+      Scope.addFinalizer(scope, Effect.forEach(targets, (target, i) => releaseLocal(target, tokens[i]!))),
+      true
+    )
+  }))
+
+/** Takes the in-process lock of `target` for the scope; only the wait is interruptible. */
+const takeLocal = (
+  scope: Scope.Scope,
   target: string,
-  staleAfterMs: number,
+  token: string,
   deadline: () => number
-): Effect.Effect<HeldLock, LockWaitTimeout | LockFileError, Scope.Scope> =>
-  Effect.flatMap(Scope.Scope, (scope) =>
-    Effect.uninterruptibleMask((restore) => {
-      const token = newToken()
-      const held: HeldLock = { target, token, lockFile: lockFileOf(target) }
-      const timeout = (holder: string) => Effect.fail(new LockWaitTimeout({ path: target, holder }))
-      const local: Effect.Effect<void, LockWaitTimeout> = Effect.suspend(() => {
-        const entry = entryOf(target)
-        if (entry.holder === undefined) {
-          entry.holder = token
-          return Scope.addFinalizer(scope, releaseLocal(target, token))
-        }
-        return Effect.flatMap(
-          restore(until(deadline(), awaitFree(entry))),
-          (free) => free ? local : timeout("another apply in this process")
-        )
-      })
-      const file = (delay: number): Effect.Effect<HeldLock, LockWaitTimeout | LockFileError> =>
-        Effect.flatMap(tryPromise(target, () => attemptFile(target, token, staleAfterMs)), (attempt) => {
-          switch (attempt._tag) {
-            case "Taken":
-              return Effect.as(Scope.addFinalizer(scope, releaseFile(held, attempt.timer)), held)
-            case "Again":
-              return file(delay)
-            case "Wait": {
-              const jittered = Duration.millis(delay + Math.floor(Math.random() * delay))
-              return Effect.flatMap(
-                restore(until(deadline(), Effect.sleep(jittered))),
-                (slept) => slept ? file(Math.min(delay * 2, 100)) : timeout(attempt.holder ?? "another writer")
-              )
-            }
-          }
-        })
-      return Effect.zipRight(local, file(2))
-    }))
+): Effect.Effect<void, LockWaitTimeout> =>
+  Effect.uninterruptibleMask((restore) => {
+    const attempt: Effect.Effect<void, LockWaitTimeout> = Effect.suspend(() => {
+      const entry = entryOf(target)
+      if (entry.holder === undefined) {
+        entry.holder = token
+        return Scope.addFinalizer(scope, releaseLocal(target, token))
+      }
+      return Effect.flatMap(
+        restore(until(deadline(), awaitFree(entry))),
+        (free) =>
+          free ? attempt : Effect.fail(new LockWaitTimeout({ path: target, holder: "another apply in this process" }))
+      )
+    })
+    return attempt
+  })
 
 /**
- * Takes the locks of `targets` (real paths; duplicates once) for the scope: for each, in the order of the paths,
- * the in-process lock, then the lock file. Fails with `LockWaitTimeout` when they are not all taken within
- * `options.timeout` (the locks taken so far are released with the scope), or `LockFileError` when a lock file cannot
- * be created. Interrupting the wait takes nothing more.
+ * Takes the lock file of `target` for the scope, waiting (polling with backoff, interruptibly) while a live holder
+ * has it. Taking it and registering its release happen together.
+ */
+const takeFile = (
+  scope: Scope.Scope,
+  target: string,
+  token: string,
+  staleAfterMs: number,
+  deadline: () => number
+): Effect.Effect<HeldLock, LockWaitTimeout | LockFileError> =>
+  Effect.uninterruptibleMask((restore) => {
+    const loop = (delay: number): Effect.Effect<HeldLock, LockWaitTimeout | LockFileError> =>
+      Effect.flatMap(tryPromise(target, () => attemptFile(target, token, staleAfterMs)), (attempt) => {
+        switch (attempt._tag) {
+          case "Taken":
+            return Effect.as(
+              Scope.addFinalizer(scope, Effect.promise(() => releaseAll([attempt.taken]))),
+              attempt.taken.held
+            )
+          case "Again":
+            return loop(delay)
+          case "Wait": {
+            const jittered = Duration.millis(delay + Math.floor(Math.random() * delay))
+            return Effect.flatMap(
+              restore(until(deadline(), Effect.sleep(jittered))),
+              (slept) =>
+                slept ?
+                  loop(Math.min(delay * 2, 100)) :
+                  Effect.fail(new LockWaitTimeout({ path: target, holder: attempt.holder ?? "another writer" }))
+            )
+          }
+        }
+      })
+    return loop(2)
+  })
+
+/**
+ * Every lock file at once, without waiting: all taken (their release registered as one finalizer), or `undefined`
+ * with none held (those taken are released at once). Uninterruptible: it never waits.
+ */
+const takeAllAtOnce = (
+  scope: Scope.Scope,
+  targets: ReadonlyArray<string>,
+  tokens: ReadonlyArray<string>,
+  staleAfterMs: number
+): Effect.Effect<ReadonlyArray<HeldLock> | undefined> =>
+  Effect.uninterruptible(Effect.flatMap(
+    Effect.promise(() => Promise.allSettled(targets.map((target, i) => attemptFile(target, tokens[i]!, staleAfterMs)))),
+    (results) => {
+      const taken = results.flatMap((r) => r.status === "fulfilled" && r.value._tag === "Taken" ? [r.value.taken] : [])
+      if (taken.length === targets.length) {
+        return Effect.as(Scope.addFinalizer(scope, Effect.promise(() => releaseAll(taken))), taken.map((t) => t.held))
+      }
+      return Effect.as(Effect.promise(() => releaseAll(taken)), undefined)
+    }
+  ))
+
+/**
+ * Takes the locks of `targets` (real paths; duplicates once) for the scope: the in-process locks one by one in the
+ * order of the paths, then the lock files, all at once when they are free, else one by one in that order (so two
+ * applies cannot deadlock: only the ordered path waits). Fails with `LockWaitTimeout` when they are not all taken
+ * within `options.timeout` (the locks taken so far are released with the scope), or `LockFileError` when a lock
+ * file cannot be created. Interrupting the wait takes nothing more.
  *
  * @since 0.2.0
  * @category constructors
@@ -474,10 +543,25 @@ export const lockFiles = (
   targets: ReadonlyArray<string>,
   options: LockOptions
 ): Effect.Effect<ReadonlyArray<HeldLock>, LockWaitTimeout | LockFileError, Scope.Scope> =>
-  Effect.suspend(() => {
-    const staleAfterMs = Duration.toMillis(options.staleAfter)
-    // The deadline starts with the first wait: an apply that never waits never reads the clock.
-    let deadline: number | undefined
-    const deadlineOf = () => deadline ??= Date.now() + Duration.toMillis(options.timeout)
-    return Effect.forEach([...new Set(targets)].sort(), (target) => lockOne(target, staleAfterMs, deadlineOf))
-  })
+  Effect.flatMap(Scope.Scope, (scope) =>
+    Effect.suspend(() => {
+      const sorted = [...new Set(targets)].sort()
+      const tokens = sorted.map(newToken)
+      const staleAfterMs = Duration.toMillis(options.staleAfter)
+      // The deadline starts with the first wait: an apply that never waits never reads the clock.
+      let deadline: number | undefined
+      const deadlineOf = () => deadline ??= Date.now() + Duration.toMillis(options.timeout)
+      return Effect.zipRight(
+        Effect.flatMap(
+          takeAllLocalAtOnce(scope, sorted, tokens),
+          (all) =>
+            all ?
+              Effect.void :
+              Effect.forEach(sorted, (target, i) => takeLocal(scope, target, tokens[i]!, deadlineOf), { discard: true })
+        ),
+        Effect.flatMap(takeAllAtOnce(scope, sorted, tokens, staleAfterMs), (all) =>
+          all !== undefined ?
+            Effect.succeed(all) :
+            Effect.forEach(sorted, (target, i) => takeFile(scope, target, tokens[i]!, staleAfterMs, deadlineOf)))
+      )
+    }))
