@@ -34,12 +34,14 @@ import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
 import type * as JSONSchema from "effect/JSONSchema"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { isUtf8 } from "node:buffer"
+import { isAscii, isUtf8 } from "node:buffer"
+import * as NFS from "node:fs/promises"
 import { ToolError } from "../domain/Errors.js"
 import * as ToolResult from "../domain/ToolResult.js"
 import { loneSurrogate, show, tooDeepField, valueAt } from "../internal/untrusted.js"
@@ -526,7 +528,8 @@ interface StagedFile {
   /** The resolved file that is written. */
   readonly realPath: string
   readonly original: Uint8Array
-  readonly updated: Uint8Array
+  /** The edited bytes, encoded on first use (an apply), not by the preview. */
+  readonly updated: () => Uint8Array
   readonly replacements: number
 }
 
@@ -558,6 +561,38 @@ const describe = (error: unknown): string =>
 const asBuffer = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
 
 const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => asBuffer(a).equals(b)
+
+/** `make`'s value, computed on the first call. */
+const once = <A>(make: () => A): () => A => {
+  let value: { readonly a: A } | undefined
+  return () => (value ??= { a: make() }).a
+}
+
+/**
+ * The edited file's bytes, from an ASCII original: its unchanged byte ranges (ASCII: character offsets are byte
+ * offsets) and the encoded text of each changed region, copied into one buffer of `size` bytes.
+ */
+const spliceBytes = (
+  original: Uint8Array,
+  { regionText, regions }: {
+    readonly regions: ReadonlyArray<number>
+    readonly regionText: (index: number) => string
+  },
+  size: number
+): Buffer => {
+  const out = Buffer.allocUnsafe(size)
+  const source = asBuffer(original)
+  let at = 0
+  let from = 0
+  for (let r = 0; r < regions.length; r += 4) {
+    at += source.copy(out, at, from, regions[r + 2]!)
+    at += out.write(regionText(r / 4), at, "utf8")
+    from = regions[r + 3]!
+  }
+  at += source.copy(out, at, from)
+  if (at !== size) throw new Error(`spliceBytes: wrote ${at} of ${size} bytes`)
+  return out
+}
 
 /**
  * The label of an edit preview: `Edit: <N> replacement(s) in <M> file(s)`.
@@ -606,25 +641,80 @@ const staleError = (entries: ReadonlyArray<string>, when: "after the preview" | 
 
 const movedNote = "(its path now leads elsewhere: a directory on the way was moved or replaced)"
 
-/** Whether the workspace root still resolves to the directory the preview saw: `undefined`, else why not. */
-const rootChange = (fs: FileSystem.FileSystem, place: Place): Effect.Effect<string | undefined> =>
-  Effect.match(fs.realPath(place.givenRoot), {
-    onFailure: () => "the workspace root (now missing or unreadable)",
-    onSuccess: (now) => now === place.realRoot ? undefined : "the workspace root (it now resolves to another directory)"
+/**
+ * The real path of `path`, by the system's `realpath` (one call, where Node's JavaScript `fs.realpath`, which the
+ * `FileSystem` service uses, makes one `lstat` round trip per path component). Like the lock files, it works on the
+ * machine's file system, not through the `FileSystem` service.
+ */
+const realPathOf = (
+  path: string
+): Effect.Effect<string, { readonly code: string | undefined; readonly message: string }> =>
+  Effect.tryPromise({
+    try: () => NFS.realpath(path),
+    catch: (error) => ({
+      code: error !== null && typeof error === "object" && "code" in error && typeof error.code === "string" ?
+        error.code :
+        undefined,
+      message: error instanceof Error ? error.message : String(error)
+    })
   })
 
+const realPathOrUndefined = (path: string): Promise<string | undefined> => NFS.realpath(path).catch(() => undefined)
+
+const rootNote = (place: Place, now: string | undefined): string | undefined =>
+  now === undefined ?
+    "the workspace root (now missing or unreadable)" :
+    now === place.realRoot ?
+    undefined :
+    "the workspace root (it now resolves to another directory)"
+
+const fileNote = (file: StagedFile, now: string | undefined): string | undefined =>
+  now === undefined ?
+    `${file.displayPath} (now missing or unreadable)` :
+    now === file.realPath ?
+    undefined :
+    `${file.displayPath} ${movedNote}`
+
+/** Whether the workspace root still resolves to the directory the preview saw: `undefined`, else why not. */
+const rootChange = (place: Place): Effect.Effect<string | undefined> =>
+  Effect.promise(() => realPathOrUndefined(place.givenRoot).then((now) => rootNote(place, now)))
+
 /** Whether the file's path still leads to the file the preview read: `undefined`, else why not. */
-const fileChange = (fs: FileSystem.FileSystem, file: StagedFile): Effect.Effect<string | undefined> =>
-  Effect.match(fs.realPath(file.lexicalPath), {
-    onFailure: () => `${file.displayPath} (now missing or unreadable)`,
-    onSuccess: (now) => now === file.realPath ? undefined : `${file.displayPath} ${movedNote}`
+const fileChange = (file: StagedFile): Effect.Effect<string | undefined> =>
+  Effect.promise(() => realPathOrUndefined(file.lexicalPath).then((now) => fileNote(file, now)))
+
+/**
+ * Where the root and every file's path lead now, all resolved at once: what changed since the preview (nothing:
+ * an empty list).
+ */
+const placeChanges = (place: Place, files: ReadonlyArray<StagedFile>): Effect.Effect<ReadonlyArray<string>> =>
+  Effect.promise(async () => {
+    const [root, ...now] = await Promise.all([
+      realPathOrUndefined(place.givenRoot),
+      ...files.map((file) => realPathOrUndefined(file.lexicalPath))
+    ])
+    const rootChanged = rootNote(place, root)
+    return rootChanged !== undefined ?
+      [rootChanged] :
+      files.flatMap((file, i) => {
+        const note = fileNote(file, now[i])
+        return note === undefined ? [] : [note]
+      })
   })
+
+/**
+ * How many file operations of one preview or apply run at once (reads, checks, temporary files): one at a time for
+ * a few files (forking fibers would cost more than it saves), up to 16 for more.
+ */
+const concurrencyFor = (files: number): number => files > 4 ? 16 : 1
 
 /** A path changed between the check and its rename: the write stops and is rolled back. */
 class PlaceChanged extends Data.TaggedError("PlaceChanged")<{ readonly entry: string }> {}
 
 interface Checked {
   readonly file: StagedFile
+  /** The edited bytes to write. */
+  readonly bytes: Uint8Array
   readonly mode: number
   /** The token of the file's lock: names its temporary file. */
   readonly token: string
@@ -640,22 +730,32 @@ const writeAll = (
     const renamed: Array<Checked> = []
     let failedAt = files[0]?.file.displayPath ?? "(none)"
     const attempt = Effect.gen(function*() {
-      for (let i = 0; i < files.length; i++) {
-        const { file, mode } = files[i]!
-        failedAt = file.displayPath
-        // Created exclusively, never more readable than the target (the umask can only take bits away); the
-        // chmod then gives back exactly the target's mode.
-        yield* fs.writeFile(temps[i]!, file.updated, { flag: "wx", mode: mode & 0o777 })
-        yield* fs.chmod(temps[i]!, mode)
+      // Every temporary file at once. Each is created exclusively, never more readable than the target (the umask
+      // can only take bits away), then given exactly the target's mode. Every write runs to its end (no failure cuts
+      // another short), so the rollback knows which files exist.
+      const writes = yield* Effect.forEach(
+        files,
+        ({ bytes, mode }, i) =>
+          Effect.exit(Effect.zipRight(
+            fs.writeFile(temps[i]!, bytes, { flag: "wx", mode: mode & 0o777 }),
+            fs.chmod(temps[i]!, mode)
+          )),
+        { concurrency: concurrencyFor(files.length) }
+      )
+      const failed = writes.findIndex(Exit.isFailure)
+      if (failed !== -1) {
+        failedAt = files[failed]!.file.displayPath
+        return yield* (writes[failed] as Exit.Failure<void, PlatformError>)
       }
-      const root = yield* rootChange(fs, place)
+      // The renames, one at a time, so that a failure knows exactly which files were replaced.
+      const root = yield* rootChange(place)
       if (root !== undefined) return yield* new PlaceChanged({ entry: root })
       for (let i = 0; i < files.length; i++) {
         const { file } = files[i]!
         failedAt = file.displayPath
         // Right before the rename: the path still leads where the preview saw it (Node has no renameat; what is
         // left is a swap in the moment between this check and the rename).
-        const change = yield* fileChange(fs, file)
+        const change = yield* fileChange(file)
         if (change !== undefined) return yield* new PlaceChanged({ entry: change })
         yield* fs.rename(temps[i]!, file.realPath)
         renamed.push(files[i]!)
@@ -668,7 +768,7 @@ const writeAll = (
         for (const { file, mode } of [...renamed].reverse()) {
           // Never restore through a path that now leads elsewhere.
           const exit = yield* Effect.exit(Effect.gen(function*() {
-            const change = yield* fileChange(fs, file)
+            const change = yield* fileChange(file)
             if (change !== undefined) return yield* new PlaceChanged({ entry: change })
             yield* fs.writeFile(file.realPath, file.original)
             yield* fs.chmod(file.realPath, mode)
@@ -739,26 +839,25 @@ const makeApply = (
     const tokens = new Map(held.map((lock) => [lock.target, lock.token]))
     // Check phase (interruptible), under the locks: every path leads where it did at preview time, and every file
     // is byte-identical to what the preview saw.
-    const root = yield* rootChange(fs, place)
-    if (root !== undefined) return yield* staleError([root], "after the preview")
-    const stale: Array<string> = []
-    const checked: Array<Checked> = []
-    for (const file of staged) {
-      const change = yield* fileChange(fs, file)
-      if (change !== undefined) {
-        stale.push(change)
-        continue
-      }
-      const current = yield* Effect.either(Effect.zip(fs.readFile(file.realPath), fs.stat(file.realPath)))
-      if (current._tag === "Left") {
-        stale.push(`${file.displayPath} (now missing or unreadable)`)
-      } else if (!sameBytes(current.right[0], file.original)) {
-        stale.push(file.displayPath)
-      } else {
-        checked.push({ file, mode: current.right[1].mode & 0o7777, token: tokens.get(file.realPath)! })
-      }
-    }
+    const moved = yield* placeChanges(place, staged)
+    if (moved.length > 0) return yield* staleError(moved, "after the preview")
+    const results = yield* Effect.forEach(
+      staged,
+      (file): Effect.Effect<{ readonly stale: string } | { readonly checked: Checked }> =>
+        Effect.match(Effect.zip(fs.readFile(file.realPath), fs.stat(file.realPath)), {
+          onFailure: () => ({ stale: `${file.displayPath} (now missing or unreadable)` }),
+          onSuccess: ([bytes, info]) =>
+            sameBytes(bytes, file.original) ?
+              {
+                checked: { file, bytes: file.updated(), mode: info.mode & 0o7777, token: tokens.get(file.realPath)! }
+              } :
+              { stale: file.displayPath }
+        }),
+      { concurrency: concurrencyFor(staged.length) }
+    )
+    const stale = results.flatMap((result) => "stale" in result ? [result.stale] : [])
     if (stale.length > 0) return yield* staleError(stale, "after the preview")
+    const checked = results.flatMap((result) => "checked" in result ? [result.checked] : [])
     // Write phase: all files or none, uninterruptible; the action counts as applied only if it succeeds.
     yield* PendingAction.commit(writeAll(fs, place, checked))
     const summary = summaryOf(staged)
@@ -792,7 +891,7 @@ export const preview: (
   }
   const givenRoot = path.resolve(workspace.root)
   const realRoot = yield* Effect.mapError(
-    fs.realPath(givenRoot),
+    realPathOf(givenRoot),
     (error) =>
       new EditFileUnreadable({ path: workspace.root, problem: `the workspace root is unavailable (${error.message})` })
   )
@@ -810,25 +909,40 @@ export const preview: (
         path.join(realRoot, path.relative(givenRoot, absolute)) :
         undefined
       if (lexical === undefined) return yield* new EditPathOutsideWorkspace({ path: input, viaSymlink: false })
-      const real = yield* Effect.mapError(fs.realPath(lexical), (error) =>
-        isNotFound(error) ?
+      const real = yield* Effect.mapError(realPathOf(lexical), (error) =>
+        error.code === "ENOENT" ?
           new EditFileMissing({ path: input }) :
           new EditFileUnreadable({ path: input, problem: error.message }))
       if (!inside(realRoot, real)) return yield* new EditPathOutsideWorkspace({ path: input, viaSymlink: true })
       return { lexical, real }
     })
 
-  const staged: Array<StagedFile> = []
+  // Every path resolved and stat-ed at once; then, in the order of the files, the checks that name the first bad
+  // one; then every read at once; then, in order, the edits and the diffs.
+  const located = yield* Effect.forEach(
+    params.files,
+    (file) =>
+      Effect.either(Effect.flatMap(locate(file.path), ({ lexical, real }) =>
+        Effect.map(
+          Effect.mapError(
+            fs.stat(real),
+            (error) => new EditFileUnreadable({ path: file.path, problem: error.message })
+          ),
+          (info) => ({ lexical, real, info })
+        ))),
+    { concurrency: concurrencyFor(params.files.length) }
+  )
   const seen = new Map<string, number>()
   /** Files by device and inode: two names of one file (hard links) are one file. */
   const seenInodes = new Map<string, number>()
+  const places: Array<{ readonly lexical: string; readonly real: string }> = []
   let bytes = 0
-  let editedBytes = 0
-  const diffs: Array<string> = []
-  const warnings: Array<string> = []
   for (let fileIndex = 0; fileIndex < params.files.length; fileIndex++) {
     const file = params.files[fileIndex]!
-    const { lexical, real } = yield* locate(file.path)
+    const where = located[fileIndex]!
+    if (where._tag === "Left") return yield* where.left
+    const { info, lexical, real } = where.right
+    places.push({ lexical, real })
     const earlier = seen.get(real)
     if (earlier !== undefined) {
       return yield* new InvalidEditParams({
@@ -837,11 +951,6 @@ export const preview: (
       })
     }
     seen.set(real, fileIndex)
-    const displayPath = path.relative(realRoot, real).split(path.sep).join("/")
-    const info = yield* Effect.mapError(
-      fs.stat(real),
-      (error) => new EditFileUnreadable({ path: file.path, problem: error.message })
-    )
     if (info.type !== "File") {
       return yield* new EditFileUnreadable({ path: file.path, problem: `not a regular file (${info.type})` })
     }
@@ -858,31 +967,49 @@ export const preview: (
       }
       seenInodes.set(inode, fileIndex)
     }
-    if (bytes + Number(info.size) > workspace.maxBytes) {
-      return yield* new EditLimitExceeded({
-        limit: "bytes",
-        max: workspace.maxBytes,
-        actual: bytes + Number(info.size),
-        path: file.path
-      })
-    }
-    const original = yield* Effect.mapError(fs.readFile(real), (error) =>
-      isNotFound(error) ?
-        new EditFileMissing({ path: file.path }) :
-        new EditFileUnreadable({ path: file.path, problem: error.message }))
-    bytes += original.byteLength
+    bytes += Number(info.size)
     if (bytes > workspace.maxBytes) {
       return yield* new EditLimitExceeded({ limit: "bytes", max: workspace.maxBytes, actual: bytes, path: file.path })
     }
-    if (!isUtf8(original)) return yield* new EditFileNotText({ path: file.path })
-    // Decoding keeps a byte-order mark in the text, so it is written back unchanged.
-    const text = asBuffer(original).toString("utf8")
-    const edited = EditDiff.replaceTracked(
-      text,
-      original.byteLength,
-      file.edits,
-      workspace.maxBytes - editedBytes
-    )
+  }
+  const contents = yield* Effect.forEach(
+    params.files,
+    (file, fileIndex) =>
+      Effect.either(Effect.mapError(fs.readFile(places[fileIndex]!.real), (error) =>
+        isNotFound(error) ?
+          new EditFileMissing({ path: file.path }) :
+          new EditFileUnreadable({ path: file.path, problem: error.message }))),
+    { concurrency: concurrencyFor(params.files.length) }
+  )
+
+  const staged: Array<StagedFile> = []
+  const diffs: Array<string> = []
+  const warnings: Array<string> = []
+  let readBytes = 0
+  let editedBytes = 0
+  for (let fileIndex = 0; fileIndex < params.files.length; fileIndex++) {
+    const file = params.files[fileIndex]!
+    const { lexical, real } = places[fileIndex]!
+    const content = contents[fileIndex]!
+    if (content._tag === "Left") return yield* content.left
+    const original = content.right
+    // The file may have grown since its stat.
+    readBytes += original.byteLength
+    if (readBytes > workspace.maxBytes) {
+      return yield* new EditLimitExceeded({
+        limit: "bytes",
+        max: workspace.maxBytes,
+        actual: readBytes,
+        path: file.path
+      })
+    }
+    const displayPath = path.relative(realRoot, real).split(path.sep).join("/")
+    // ASCII (most source files) decodes and re-encodes by copying bytes; other UTF-8 is decoded in full. Decoding
+    // keeps a byte-order mark in the text, so it is written back unchanged.
+    const ascii = isAscii(original)
+    if (!ascii && !isUtf8(original)) return yield* new EditFileNotText({ path: file.path })
+    const text = asBuffer(original).toString(ascii ? "latin1" : "utf8")
+    const edited = EditDiff.replaceTracked(text, original.byteLength, file.edits, workspace.maxBytes - editedBytes)
     switch (edited._tag) {
       case "NotFound":
         return yield* new EditTextNotFound({ path: file.path, editIndex: edited.editIndex })
@@ -901,14 +1028,14 @@ export const preview: (
         })
     }
     editedBytes += edited.bytes
-    const diff = EditDiff.unifiedDiff(`a/${displayPath}`, `b/${displayPath}`, text, edited.text, edited.regions)
+    const diff = EditDiff.unifiedDiff(`a/${displayPath}`, `b/${displayPath}`, text, edited)
     staged.push({
       inputPath: file.path,
       displayPath,
       lexicalPath: lexical,
       realPath: real,
       original,
-      updated: Buffer.from(edited.text, "utf8"),
+      updated: once(() => ascii ? spliceBytes(original, edited, edited.bytes) : Buffer.from(edited.text, "utf8")),
       replacements: edited.replacements
     })
     diffs.push(diff.patch)

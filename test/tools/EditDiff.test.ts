@@ -123,7 +123,7 @@ describe("EditDiff", () => {
         const outcome = run(c)
         fc.pre(uniqueAlignment(c.text, outcome.text))
         strictEqual(
-          EditDiff.unifiedDiff("a/f.txt", "b/f.txt", c.text, outcome.text, outcome.regions).patch,
+          EditDiff.unifiedDiff("a/f.txt", "b/f.txt", c.text, outcome).patch,
           libraryDiff(c.text, outcome.text),
           JSON.stringify(c)
         )
@@ -136,7 +136,7 @@ describe("EditDiff", () => {
     fc.assert(
       fc.property(arbitrary, (c) => {
         const outcome = run(c)
-        const patch = EditDiff.unifiedDiff("a/f.txt", "b/f.txt", c.text, outcome.text, outcome.regions).patch
+        const patch = EditDiff.unifiedDiff("a/f.txt", "b/f.txt", c.text, outcome).patch
         strictEqual(applyPatch(c.text, `${patch}\n`), outcome.text, JSON.stringify({ ...c, patch }))
       }),
       { numRuns }
@@ -146,7 +146,7 @@ describe("EditDiff", () => {
   it("a replacement touching every line of a large file gives one valid diff (every line removed, then added)", () => {
     const text = Array.from({ length: 3_000 }, (_, i) => `  const value${i} = compute(${i})\n`).join("")
     const outcome = run({ text, edits: [{ oldText: "const", newText: "let", replaceAll: true }] })
-    const { patch } = EditDiff.unifiedDiff("a/f.txt", "b/f.txt", text, outcome.text, outcome.regions)
+    const { patch } = EditDiff.unifiedDiff("a/f.txt", "b/f.txt", text, outcome)
     strictEqual(applyPatch(text, `${patch}\n`), outcome.text)
     strictEqual(patch.split("\n")[2], "@@ -1,3000 +1,3000 @@")
     strictEqual(outcome.replacements, 3_000)
@@ -181,11 +181,11 @@ describe("EditDiff", () => {
       text,
       edits: [{ oldText: "two", newText: "t\u202Ewo\nok\nx\u2066y\u2069" }]
     })
-    const diff = EditDiff.unifiedDiff("a/f", "b/f", text, outcome.text, outcome.regions)
+    const diff = EditDiff.unifiedDiff("a/f", "b/f", text, outcome)
     deepStrictEqual(diff.bidiLines, [
       { line: 2, controls: ["U+202E"] },
       { line: 4, controls: ["U+2066", "U+2069"] }
     ])
-    deepStrictEqual(EditDiff.unifiedDiff("a/f", "b/f", text, text, []).bidiLines, [])
+    deepStrictEqual(EditDiff.unifiedDiff("a/f", "b/f", text, { regions: [], regionText: () => "" }).bidiLines, [])
   })
 })

@@ -774,15 +774,11 @@ describe("FileEditPreview (issue 10)", () => {
             yield* queue.nextToolChoice
             const reached = yield* Deferred.make<void>()
             const release = yield* Deferred.make<void>()
-            // sub/a.txt's path is resolved in the check phase and again right before its rename (b.txt is renamed
-            // by then): the swap lands after the check phase, just before that second resolution.
+            // b.txt's rename, the first one: the check phase is over, both temporary files are written, and
+            // sub/a.txt's path is resolved again right before its own rename, which comes next.
             yield* FaultyFileSystem.arm(
               plan,
-              FaultyFileSystem.block("realPath", 2, {
-                reached,
-                release,
-                path: (p) => p.endsWith(NPath.join("sub", "a.txt"))
-              })
+              FaultyFileSystem.block("rename", 1, { reached, release, path: (p) => p.includes(".b.txt.") })
             )
             const fiber = yield* Effect.fork(ResolveTool.execute({ action: "apply", reason: "ok" }))
             yield* Deferred.await(reached)
