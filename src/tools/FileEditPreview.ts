@@ -729,37 +729,51 @@ const writeAll = (
     const temps = files.map(({ file, token }) => FileLock.tempFileOf(file.realPath, token))
     const renamed: Array<Checked> = []
     let failedAt = files[0]?.file.displayPath ?? "(none)"
+    /**
+     * `step` for every file: for a few, one at a time, stopping at the first failure; for more, 16 at a time, each
+     * to its end (no failure cuts another short, so what happened is known). Fails with the first failure, by file.
+     */
+    const eachFile = <E>(step: (i: number) => Effect.Effect<void, E>): Effect.Effect<void, E> => {
+      const concurrency = concurrencyFor(files.length)
+      return concurrency === 1 ?
+        Effect.forEach(files, (_, i) =>
+          Effect.suspend(() => {
+            failedAt = files[i]!.file.displayPath
+            return step(i)
+          }), { discard: true }) :
+        Effect.flatMap(
+          Effect.forEach(files, (_, i) => Effect.exit(step(i)), { concurrency }),
+          (exits) => {
+            const failed = exits.findIndex(Exit.isFailure)
+            if (failed === -1) return Effect.void
+            failedAt = files[failed]!.file.displayPath
+            return exits[failed] as Exit.Failure<void, E>
+          }
+        )
+    }
     const attempt = Effect.gen(function*() {
-      // Every temporary file at once. Each is created exclusively, never more readable than the target (the umask
-      // can only take bits away), then given exactly the target's mode. Every write runs to its end (no failure cuts
-      // another short), so the rollback knows which files exist.
-      const writes = yield* Effect.forEach(
-        files,
-        ({ bytes, mode }, i) =>
-          Effect.exit(Effect.zipRight(
-            fs.writeFile(temps[i]!, bytes, { flag: "wx", mode: mode & 0o777 }),
-            fs.chmod(temps[i]!, mode)
-          )),
-        { concurrency: concurrencyFor(files.length) }
-      )
-      const failed = writes.findIndex(Exit.isFailure)
-      if (failed !== -1) {
-        failedAt = files[failed]!.file.displayPath
-        return yield* (writes[failed] as Exit.Failure<void, PlatformError>)
-      }
-      // The renames, one at a time, so that a failure knows exactly which files were replaced.
+      // The temporary files. Each is created exclusively, never more readable than the target (the umask can only
+      // take bits away), then given exactly the target's mode.
+      yield* eachFile((i) => {
+        const { bytes, mode } = files[i]!
+        return Effect.zipRight(
+          fs.writeFile(temps[i]!, bytes, { flag: "wx", mode: mode & 0o777 }),
+          fs.chmod(temps[i]!, mode)
+        )
+      })
       const root = yield* rootChange(place)
       if (root !== undefined) return yield* new PlaceChanged({ entry: root })
-      for (let i = 0; i < files.length; i++) {
+      // The renames. Each path is verified right before its own rename (Node has no renameat; what is left is a swap
+      // in the moment between that check and the rename).
+      yield* eachFile((i): Effect.Effect<void, PlatformError | PlaceChanged> => {
         const { file } = files[i]!
-        failedAt = file.displayPath
-        // Right before the rename: the path still leads where the preview saw it (Node has no renameat; what is
-        // left is a swap in the moment between this check and the rename).
-        const change = yield* fileChange(file)
-        if (change !== undefined) return yield* new PlaceChanged({ entry: change })
-        yield* fs.rename(temps[i]!, file.realPath)
-        renamed.push(files[i]!)
-      }
+        return Effect.flatMap(fileChange(file), (change): Effect.Effect<void, PlatformError | PlaceChanged> =>
+          change !== undefined ?
+            Effect.fail(new PlaceChanged({ entry: change })) :
+            Effect.tap(fs.rename(temps[i]!, file.realPath), () => {
+              renamed.push(files[i]!)
+            }))
+      })
     })
     const rollback = (cause: Cause.Cause<PlatformError | PlaceChanged>) =>
       Effect.gen(function*() {
@@ -769,14 +783,19 @@ const writeAll = (
           // Never restore through a path that now leads elsewhere.
           const exit = yield* Effect.exit(Effect.gen(function*() {
             const change = yield* fileChange(file)
-            if (change !== undefined) return yield* new PlaceChanged({ entry: change })
+            if (change !== undefined) {
+              return yield* new PlaceChanged({ entry: change })
+            }
             yield* fs.writeFile(file.realPath, file.original)
             yield* fs.chmod(file.realPath, mode)
           }))
-          if (exit._tag === "Success") restored.push(file.displayPath)
-          else notRestored.push(file.displayPath)
+          if (exit._tag === "Success") {
+            restored.push(file.displayPath)
+          } else notRestored.push(file.displayPath)
         }
-        const done = new Set(renamed.map(({ file }) => file.realPath))
+        const done = new Set(renamed.map(({ file }) =>
+          file.realPath
+        ))
         for (let i = 0; i < files.length; i++) {
           // A temporary file that exists is removed even if the first attempts fail (a transient error).
           if (!done.has(files[i]!.file.realPath)) {
