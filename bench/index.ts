@@ -9,9 +9,13 @@
  * adds to every named closure took about 15% of the resolve round trip (bench profile), a cost `tsc`'s output
  * does not have.
  *
+ * The edit-producer rows (`bench/edit.ts`) time previews and applies on real files in a temporary directory; their
+ * floor is plain `fs` (reads, or write-to-temp-then-rename) of the same files, and their times are in ms.
+ *
  * Environment: `BENCH_QUICK=1` runs a shorter version (a smoke run, not for figures).
  */
 import * as Effect from "effect/Effect"
+import { editFigures } from "./edit.js"
 import { bytes, median, printTable, ratio, type Row, us } from "./harness.js"
 import { floorProgram, queueCycle } from "./queue.js"
 import { heapGrowth, resolveRoundTrip, retainedPerAction } from "./resolve.js"
@@ -97,6 +101,13 @@ for (const now of [false, true]) {
 
 // Scripted agent sessions through the turn driver, when it is available.
 rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
+
+// The edit producer on real files: previews and applies against plain fs reads and writes (bench/edit.ts).
+{
+  const edit = await editFigures({ quick, repeats })
+  rows.push(...edit.rows)
+  checks.push(...edit.missed)
+}
 
 console.log(`\neffect-resolve benchmarks (node ${process.version}, ${cycles} cycles × ${repeats} runs per figure)\n`)
 printTable(rows)

@@ -1,9 +1,12 @@
 /**
  * The `edit` tool: a safe file-edit preview producer. A call computes every replacement in memory, writes nothing,
- * returns unified diffs and stages a pending action with `queueResolveHandler`. `resolve apply` re-reads every file
- * and refuses a stale preview before writing anything; otherwise it writes all files or none (temporary file in the
- * same directory, then rename; renamed files are restored from the snapshot if a later step fails), keeping file
- * modes, in one uninterruptible `PendingAction.commit`.
+ * returns unified diffs (built from the replacement positions, in time linear in the file) and stages a pending
+ * action with `queueResolveHandler`. `resolve apply` takes a per-file lock on every file (shared by every session of
+ * the process, and across processes through a lock file next to each file), re-resolves every path and refuses the
+ * preview as stale if a path now leads elsewhere or a file's bytes changed, before writing anything; otherwise it
+ * writes all files or none (an exclusive temporary file with the target's mode in the same directory, each path
+ * verified again right before its rename; renamed files are restored from the snapshot if a later step fails), in
+ * one uninterruptible `PendingAction.commit`.
  *
  * @example
  * ```ts
@@ -26,21 +29,26 @@
 import type { PlatformError } from "@effect/platform/Error"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
-import { createTwoFilesPatch, FILE_HEADERS_ONLY } from "diff"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
+import * as Data from "effect/Data"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as JSONSchema from "effect/JSONSchema"
+import * as Exit from "effect/Exit"
+import type * as JSONSchema from "effect/JSONSchema"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
-import { createHash, randomBytes } from "node:crypto"
+import { isAscii, isUtf8 } from "node:buffer"
+import * as NFS from "node:fs/promises"
 import { type PendingStoreError, ToolError } from "../domain/Errors.js"
 import * as ToolResult from "../domain/ToolResult.js"
 import { loneSurrogate, show, tooDeepField, valueAt } from "../internal/untrusted.js"
 import * as PendingAction from "../services/PendingAction.js"
 import { type PendingActions, queueResolveHandler } from "../services/PendingActions.js"
+import * as EditDiff from "./EditDiff.js"
+import * as FileLock from "./FileLock.js"
 import type { ToolDefinition } from "./ToolDefinition.js"
 
 // -----------------------------------------------------------------------------------------------------------------
@@ -48,7 +56,7 @@ import type { ToolDefinition } from "./ToolDefinition.js"
 // -----------------------------------------------------------------------------------------------------------------
 
 /**
- * Where the `edit` tool may read and write, and how much one preview may touch.
+ * Where the `edit` tool may read and write, how much one call may touch, and how applies wait for each other.
  *
  * @since 0.1.0
  * @category models
@@ -58,17 +66,33 @@ export interface WorkspaceConfig {
   readonly root: string
   /** Most files one preview may edit. */
   readonly maxFiles: number
-  /** Largest total size, in bytes, of the files one preview reads. */
+  /**
+   * Largest total size, in bytes, of the files one preview reads; the files after the edits may total no more
+   * either.
+   */
   readonly maxBytes: number
+  /** Most edits (replacements listed, over all files) one call may make. @since 0.2.0 */
+  readonly maxEdits: number
+  /** The longest an apply waits for the locks of its files before failing with `EditFileLocked`. @since 0.2.0 */
+  readonly lockTimeout: Duration.Duration
+  /** A lock file not refreshed for this long was left by a writer that is gone, and is taken over. @since 0.2.0 */
+  readonly lockStaleAfter: Duration.Duration
 }
 
 /**
- * The default limits: 20 files, 4 MiB.
+ * The default limits: 20 files, 4 MiB, 100 edits per call; an apply waits up to 10 seconds for its locks; a lock
+ * file not refreshed for 30 seconds is taken over.
  *
  * @since 0.1.0
  * @category constants
  */
-export const defaultLimits = { maxFiles: 20, maxBytes: 4 * 1024 * 1024 } as const
+export const defaultLimits = {
+  maxFiles: 20,
+  maxBytes: 4 * 1024 * 1024,
+  maxEdits: 100,
+  lockTimeout: FileLock.defaultLockOptions.timeout,
+  lockStaleAfter: FileLock.defaultLockOptions.staleAfter
+} as const
 
 /**
  * The workspace of the `edit` tool.
@@ -81,16 +105,29 @@ export class Workspace extends Context.Tag("effect-resolve/FileEditPreview/Works
 /**
  * Provides the workspace: `root` is required, the limits default to `defaultLimits`.
  *
+ * The locks that make an apply the only writer of its files are not part of this layer: they are process-wide
+ * (every session and every layer of the process shares them) and, across processes, lock files next to the files.
+ *
  * @since 0.1.0
  * @category layers
  */
 export const layer = (
-  options: { readonly root: string; readonly maxFiles?: number; readonly maxBytes?: number }
+  options: {
+    readonly root: string
+    readonly maxFiles?: number
+    readonly maxBytes?: number
+    readonly maxEdits?: number
+    readonly lockTimeout?: Duration.DurationInput
+    readonly lockStaleAfter?: Duration.DurationInput
+  }
 ): Layer.Layer<Workspace> =>
   Layer.succeed(Workspace, {
     root: options.root,
     maxFiles: options.maxFiles ?? defaultLimits.maxFiles,
-    maxBytes: options.maxBytes ?? defaultLimits.maxBytes
+    maxBytes: options.maxBytes ?? defaultLimits.maxBytes,
+    maxEdits: options.maxEdits ?? defaultLimits.maxEdits,
+    lockTimeout: Duration.decode(options.lockTimeout ?? defaultLimits.lockTimeout),
+    lockStaleAfter: Duration.decode(options.lockStaleAfter ?? defaultLimits.lockStaleAfter)
   })
 
 // -----------------------------------------------------------------------------------------------------------------
@@ -101,8 +138,8 @@ const utf8Text = (s: string): true | string =>
   !loneSurrogate.test(s) || "must be valid UTF-8 text (it contains a lone surrogate)"
 
 /**
- * One replacement: `oldText` (exact, non-empty) becomes `newText`. Without `replaceAll`, `oldText` must occur
- * exactly once.
+ * One replacement: `oldText` (exact, non-empty) becomes `newText`. Without `replaceAll` (absent, `null` or
+ * `false`), `oldText` must occur exactly once.
  *
  * @since 0.1.0
  * @category schemas
@@ -113,9 +150,13 @@ export const Replacement = Schema.Struct({
     Schema.filter(utf8Text)
   ).annotations({ title: "oldText", description: "The exact text to replace, including whitespace and line breaks." }),
   newText: Schema.String.pipe(Schema.filter(utf8Text)).annotations({ description: "The text that replaces oldText." }),
-  replaceAll: Schema.optional(Schema.Boolean.annotations({
-    description: "Replace every occurrence. Without it, oldText must occur exactly once."
-  }))
+  // `null` (what a strict tool schema sends for "not set") decodes as absent.
+  replaceAll: Schema.optionalWith(
+    Schema.Boolean.annotations({
+      description: "Replace every occurrence. Without it, oldText must occur exactly once."
+    }),
+    { nullable: true }
+  )
 })
 
 /**
@@ -301,17 +342,18 @@ export class EditPathOutsideWorkspace extends Schema.TaggedError<EditPathOutside
 }
 
 /**
- * The preview would touch more files or bytes than the workspace allows.
+ * The call would touch more than the workspace allows: more files, more bytes read, more bytes after the edits
+ * (`editedBytes`), or more edits.
  *
  * @since 0.1.0
  * @category errors
  */
 export class EditLimitExceeded
   extends Schema.TaggedError<EditLimitExceeded>("effect-resolve/EditLimitExceeded")("EditLimitExceeded", {
-    limit: Schema.Literal("files", "bytes"),
+    limit: Schema.Literal("files", "bytes", "editedBytes", "edits"),
     max: Schema.Number,
     actual: Schema.Number,
-    /** The file that crossed the limit (bytes only). */
+    /** The file that crossed the limit (bytes and editedBytes only). */
     path: Schema.optional(Schema.String)
   })
 {
@@ -319,10 +361,45 @@ export class EditLimitExceeded
    * @since 0.1.0
    */
   override get message(): string {
-    return this.limit === "files" ?
-      `Too many files: ${this.actual} in one edit, at most ${this.max} are allowed. Split the edit. Nothing was staged.` :
-      `Too many bytes: reading ${this.path ?? "the files"} brings the edit to ${this.actual} bytes, at most ` +
-      `${this.max} are allowed. Split the edit. Nothing was staged.`
+    switch (this.limit) {
+      case "files":
+        return `Too many files: ${this.actual} in one edit, at most ${this.max} are allowed. Split the edit. ` +
+          `Nothing was staged.`
+      case "edits":
+        return `Too many edits: ${this.actual} in one call, at most ${this.max} are allowed. Split the edit, or use ` +
+          `replaceAll for a text that occurs many times. Nothing was staged.`
+      case "editedBytes":
+        return `Too many bytes: the edits of ${this.path ?? "the files"} bring the edited files to ${this.actual} ` +
+          `bytes, at most ${this.max} are allowed. Split the edit. Nothing was staged.`
+      case "bytes":
+        return `Too many bytes: reading ${this.path ?? "the files"} brings the edit to ${this.actual} bytes, at most ` +
+          `${this.max} are allowed. Split the edit. Nothing was staged.`
+    }
+  }
+}
+
+/**
+ * Another apply (in this process or another one) kept a file locked for longer than the workspace's `lockTimeout`.
+ * Nothing was written; the action stays pending.
+ *
+ * @since 0.2.0
+ * @category errors
+ */
+export class EditFileLocked
+  extends Schema.TaggedError<EditFileLocked>("effect-resolve/EditFileLocked")("EditFileLocked", {
+    path: Schema.String,
+    /** Who holds the lock, when known ("process 123 on host since ..."). */
+    holder: Schema.optional(Schema.String),
+    waitedMs: Schema.Number
+  })
+{
+  /**
+   * @since 0.2.0
+   */
+  override get message(): string {
+    return `${this.path} is being written by another apply${this.holder === undefined ? "" : ` (${this.holder})`}; ` +
+      `waited ${this.waitedMs} ms. Nothing was written. The preview is still pending: call resolve with action ` +
+      `"apply" again in a moment, or discard it.`
   }
 }
 
@@ -409,9 +486,9 @@ const expected = (path: ReadonlyArray<PropertyKey>): string => {
     last === "edits" ?
     "must be a non-empty array of { \"oldText\", \"newText\" }" :
     parent === "edits" ?
-    "must be an object { \"oldText\", \"newText\", \"replaceAll\"? }" :
+    "must be an object { \"oldText\", \"newText\", \"replaceAll\" }" :
     last === "replaceAll" ?
-    "must be true or false" :
+    "must be true or false (or null: not set)" :
     "must be a string"
 }
 
@@ -445,12 +522,20 @@ interface StagedFile {
   readonly inputPath: string
   /** Relative to the real workspace root, for humans. */
   readonly displayPath: string
+  /** The absolute path the model's path names, before resolving symlinks: re-resolved at apply. */
+  readonly lexicalPath: string
   /** The resolved file that is written. */
   readonly realPath: string
   readonly original: Uint8Array
-  readonly hash: string
-  readonly updated: Uint8Array
+  /** The edited bytes, encoded on first use (an apply), not by the preview. */
+  readonly updated: () => Uint8Array
   readonly replacements: number
+}
+
+/** The workspace root as given and as resolved at preview time. */
+interface Place {
+  readonly givenRoot: string
+  readonly realRoot: string
 }
 
 /**
@@ -465,8 +550,6 @@ export interface EditSummary {
   readonly replacements: number
 }
 
-const sha256 = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex")
-
 const isNotFound = (error: PlatformError): boolean => error._tag === "SystemError" && error.reason === "NotFound"
 
 const describe = (error: unknown): string =>
@@ -474,40 +557,41 @@ const describe = (error: unknown): string =>
     error.message :
     String(error)
 
-const occurrences = (text: string, needle: string): number => {
-  let count = 0
-  for (let at = text.indexOf(needle); at !== -1; at = text.indexOf(needle, at + needle.length)) count++
-  return count
+const asBuffer = (bytes: Uint8Array): Buffer => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)
+
+const sameBytes = (a: Uint8Array, b: Uint8Array): boolean => asBuffer(a).equals(b)
+
+/** `make`'s value, computed on the first call. */
+const once = <A>(make: () => A): () => A => {
+  let value: { readonly a: A } | undefined
+  return () => (value ??= { a: make() }).a
 }
 
-const applyEdits = (
-  displayPath: string,
-  text: string,
-  edits: EditParams["files"][number]["edits"]
-): Effect.Effect<{ readonly text: string; readonly replacements: number }, EditTextNotFound | EditTextAmbiguous> =>
-  Effect.suspend((): Effect.Effect<
-    { readonly text: string; readonly replacements: number },
-    EditTextNotFound | EditTextAmbiguous
-  > => {
-    let current = text
-    let replacements = 0
-    for (let editIndex = 0; editIndex < edits.length; editIndex++) {
-      const edit = edits[editIndex]!
-      const count = occurrences(current, edit.oldText)
-      if (count === 0) return Effect.fail(new EditTextNotFound({ path: displayPath, editIndex }))
-      if (count > 1 && edit.replaceAll !== true) {
-        return Effect.fail(new EditTextAmbiguous({ path: displayPath, editIndex, occurrences: count }))
-      }
-      if (count > 1) {
-        current = current.split(edit.oldText).join(edit.newText)
-      } else {
-        const at = current.indexOf(edit.oldText)
-        current = current.slice(0, at) + edit.newText + current.slice(at + edit.oldText.length)
-      }
-      replacements += count
-    }
-    return Effect.succeed({ text: current, replacements })
-  })
+/**
+ * The edited file's bytes, from an ASCII original: its unchanged byte ranges (ASCII: character offsets are byte
+ * offsets) and the encoded text of each changed region, copied into one buffer of `size` bytes.
+ */
+const spliceBytes = (
+  original: Uint8Array,
+  { regionText, regions }: {
+    readonly regions: ReadonlyArray<number>
+    readonly regionText: (index: number) => string
+  },
+  size: number
+): Buffer => {
+  const out = Buffer.allocUnsafe(size)
+  const source = asBuffer(original)
+  let at = 0
+  let from = 0
+  for (let r = 0; r < regions.length; r += 4) {
+    at += source.copy(out, at, from, regions[r + 2]!)
+    at += out.write(regionText(r / 4), at, "utf8")
+    from = regions[r + 3]!
+  }
+  at += source.copy(out, at, from)
+  if (at !== size) throw new Error(`spliceBytes: wrote ${at} of ${size} bytes`)
+  return out
+}
 
 /**
  * The label of an edit preview: `Edit: <N> replacement(s) in <M> file(s)`.
@@ -527,58 +611,209 @@ export const editLabel = (replacements: number, files: number): string =>
 export const previewHeadline = "Nothing is written yet: this is a preview. Call resolve with action \"apply\" to " +
   "write these changes, or \"discard\" to drop them."
 
+/** Most bidirectional-control warnings listed per file; the rest are counted. */
+const maxBidiWarnings = 10
+
+/** The preview's warning lines about bidirectional controls in the added lines of `file`. */
+const bidiWarnings = (displayPath: string, lines: ReadonlyArray<EditDiff.BidiLine>): Array<string> => {
+  const shown = lines.slice(0, maxBidiWarnings).map(({ controls, line }) =>
+    `Warning: ${displayPath} line ${line} holds Unicode bidirectional control character(s) ${controls.join(", ")}: ` +
+    `the line may display in an order other than the one its characters are written in.`
+  )
+  if (lines.length > maxBidiWarnings) {
+    shown.push(`Warning: ${displayPath}: ${lines.length - maxBidiWarnings} more line(s) hold such characters.`)
+  }
+  return shown
+}
+
 const summaryOf = (staged: ReadonlyArray<StagedFile>): EditSummary => ({
   files: staged.map((f) => ({ path: f.displayPath, replacements: f.replacements })),
   fileCount: staged.length,
   replacements: staged.reduce((n, f) => n + f.replacements, 0)
 })
 
-const tempPathFor = (path: Path.Path, target: string): string =>
-  path.join(path.dirname(target), `.${path.basename(target)}.${randomBytes(6).toString("hex")}.edit-tmp`)
+const staleError = (entries: ReadonlyArray<string>, when: "after the preview" | "during the apply", tail = "") =>
+  new ToolError({
+    message: `Preview is stale: ${entries.join(", ")} changed ${when}. Nothing was written.${tail} ` +
+      `Discard this preview (resolve with action "discard") and preview the edit again.`
+  })
+
+const movedNote = "(its path now leads elsewhere: a directory on the way was moved or replaced)"
+
+/**
+ * The real path of `path`, by the system's `realpath` (one call, where Node's JavaScript `fs.realpath`, which the
+ * `FileSystem` service uses, makes one `lstat` round trip per path component). Like the lock files, it works on the
+ * machine's file system, not through the `FileSystem` service.
+ */
+const realPathOf = (
+  path: string
+): Effect.Effect<string, { readonly code: string | undefined; readonly message: string }> =>
+  Effect.tryPromise({
+    try: () => NFS.realpath(path),
+    catch: (error) => ({
+      code: error !== null && typeof error === "object" && "code" in error && typeof error.code === "string" ?
+        error.code :
+        undefined,
+      message: error instanceof Error ? error.message : String(error)
+    })
+  })
+
+const realPathOrUndefined = (path: string): Promise<string | undefined> => NFS.realpath(path).catch(() => undefined)
+
+const rootNote = (place: Place, now: string | undefined): string | undefined =>
+  now === undefined ?
+    "the workspace root (now missing or unreadable)" :
+    now === place.realRoot ?
+    undefined :
+    "the workspace root (it now resolves to another directory)"
+
+const fileNote = (file: StagedFile, now: string | undefined): string | undefined =>
+  now === undefined ?
+    `${file.displayPath} (now missing or unreadable)` :
+    now === file.realPath ?
+    undefined :
+    `${file.displayPath} ${movedNote}`
+
+/** Whether the workspace root still resolves to the directory the preview saw: `undefined`, else why not. */
+const rootChange = (place: Place): Effect.Effect<string | undefined> =>
+  Effect.promise(() => realPathOrUndefined(place.givenRoot).then((now) => rootNote(place, now)))
+
+/** Whether the file's path still leads to the file the preview read: `undefined`, else why not. */
+const fileChange = (file: StagedFile): Effect.Effect<string | undefined> =>
+  Effect.promise(() => realPathOrUndefined(file.lexicalPath).then((now) => fileNote(file, now)))
+
+/**
+ * Where the root and every file's path lead now, all resolved at once: what changed since the preview (nothing:
+ * an empty list).
+ */
+const placeChanges = (place: Place, files: ReadonlyArray<StagedFile>): Effect.Effect<ReadonlyArray<string>> =>
+  Effect.promise(async () => {
+    const [root, ...now] = await Promise.all([
+      realPathOrUndefined(place.givenRoot),
+      ...files.map((file) => realPathOrUndefined(file.lexicalPath))
+    ])
+    const rootChanged = rootNote(place, root)
+    return rootChanged !== undefined ?
+      [rootChanged] :
+      files.flatMap((file, i) => {
+        const note = fileNote(file, now[i])
+        return note === undefined ? [] : [note]
+      })
+  })
+
+/**
+ * How many file operations of one preview or apply run at once (reads, checks, temporary files): one at a time for
+ * a few files (forking fibers would cost more than it saves), up to 16 for more.
+ */
+const concurrencyFor = (files: number): number => files > 4 ? 16 : 1
+
+/** A path changed between the check and its rename: the write stops and is rolled back. */
+class PlaceChanged extends Data.TaggedError("PlaceChanged")<{ readonly entry: string }> {}
+
+interface Checked {
+  readonly file: StagedFile
+  /** The edited bytes to write. */
+  readonly bytes: Uint8Array
+  readonly mode: number
+  /** The token of the file's lock: names its temporary file. */
+  readonly token: string
+}
 
 const writeAll = (
   fs: FileSystem.FileSystem,
-  path: Path.Path,
-  files: ReadonlyArray<{ readonly file: StagedFile; readonly mode: number }>
-): Effect.Effect<void, EditWriteFailed> =>
+  place: Place,
+  files: ReadonlyArray<Checked>
+): Effect.Effect<void, EditWriteFailed | ToolError> =>
   Effect.suspend(() => {
-    const temps = files.map(({ file }) => tempPathFor(path, file.realPath))
-    const renamed: Array<{ readonly file: StagedFile; readonly mode: number }> = []
+    const temps = files.map(({ file, token }) => FileLock.tempFileOf(file.realPath, token))
+    const renamed: Array<Checked> = []
     let failedAt = files[0]?.file.displayPath ?? "(none)"
+    /**
+     * `step` for every file: for a few, one at a time, stopping at the first failure; for more, 16 at a time, each
+     * to its end (no failure cuts another short, so what happened is known). Fails with the first failure, by file.
+     */
+    const eachFile = <E>(step: (i: number) => Effect.Effect<void, E>): Effect.Effect<void, E> => {
+      const concurrency = concurrencyFor(files.length)
+      return concurrency === 1 ?
+        Effect.forEach(files, (_, i) =>
+          Effect.suspend(() => {
+            failedAt = files[i]!.file.displayPath
+            return step(i)
+          }), { discard: true }) :
+        Effect.flatMap(
+          Effect.forEach(files, (_, i) => Effect.exit(step(i)), { concurrency }),
+          (exits) => {
+            const failed = exits.findIndex(Exit.isFailure)
+            if (failed === -1) return Effect.void
+            failedAt = files[failed]!.file.displayPath
+            return exits[failed] as Exit.Failure<void, E>
+          }
+        )
+    }
     const attempt = Effect.gen(function*() {
-      for (let i = 0; i < files.length; i++) {
-        const { file, mode } = files[i]!
-        failedAt = file.displayPath
-        yield* fs.writeFile(temps[i]!, file.updated)
-        yield* fs.chmod(temps[i]!, mode)
-      }
-      for (let i = 0; i < files.length; i++) {
-        failedAt = files[i]!.file.displayPath
-        yield* fs.rename(temps[i]!, files[i]!.file.realPath)
-        renamed.push(files[i]!)
-      }
+      // The temporary files. Each is created exclusively, never more readable than the target (the umask can only
+      // take bits away), then given exactly the target's mode.
+      yield* eachFile((i) => {
+        const { bytes, mode } = files[i]!
+        return Effect.zipRight(
+          fs.writeFile(temps[i]!, bytes, { flag: "wx", mode: mode & 0o777 }),
+          fs.chmod(temps[i]!, mode)
+        )
+      })
+      const root = yield* rootChange(place)
+      if (root !== undefined) return yield* new PlaceChanged({ entry: root })
+      // The renames. Each path is verified right before its own rename (Node has no renameat; what is left is a swap
+      // in the moment between that check and the rename).
+      yield* eachFile((i): Effect.Effect<void, PlatformError | PlaceChanged> => {
+        const { file } = files[i]!
+        return Effect.flatMap(fileChange(file), (change): Effect.Effect<void, PlatformError | PlaceChanged> =>
+          change !== undefined ?
+            Effect.fail(new PlaceChanged({ entry: change })) :
+            Effect.tap(fs.rename(temps[i]!, file.realPath), () => {
+              renamed.push(files[i]!)
+            }))
+      })
     })
-    const rollback = (cause: Cause.Cause<unknown>) =>
+    const rollback = (cause: Cause.Cause<PlatformError | PlaceChanged>) =>
       Effect.gen(function*() {
         const restored: Array<string> = []
         const notRestored: Array<string> = []
         for (const { file, mode } of [...renamed].reverse()) {
-          const exit = yield* Effect.exit(
-            Effect.zipRight(fs.writeFile(file.realPath, file.original), fs.chmod(file.realPath, mode))
-          )
-          if (exit._tag === "Success") restored.push(file.displayPath)
-          else notRestored.push(file.displayPath)
+          // Never restore through a path that now leads elsewhere.
+          const exit = yield* Effect.exit(Effect.gen(function*() {
+            const change = yield* fileChange(file)
+            if (change !== undefined) {
+              return yield* new PlaceChanged({ entry: change })
+            }
+            yield* fs.writeFile(file.realPath, file.original)
+            yield* fs.chmod(file.realPath, mode)
+          }))
+          if (exit._tag === "Success") {
+            restored.push(file.displayPath)
+          } else notRestored.push(file.displayPath)
         }
-        const done = new Set(renamed.map(({ file }) => file.realPath))
+        const done = new Set(renamed.map(({ file }) =>
+          file.realPath
+        ))
         for (let i = 0; i < files.length; i++) {
           // A temporary file that exists is removed even if the first attempts fail (a transient error).
           if (!done.has(files[i]!.file.realPath)) {
             yield* Effect.ignore(Effect.retry(fs.remove(temps[i]!), { times: 2, while: (e) => !isNotFound(e) }))
           }
         }
+        const failure = Cause.failureOption(cause)
+        if (Option.isSome(failure) && failure.value._tag === "PlaceChanged" && notRestored.length === 0) {
+          return yield* staleError(
+            [failure.value.entry],
+            "during the apply",
+            restored.length === 0 ? "" : ` Restored from the preview's snapshot: ${restored.join(", ")}.`
+          )
+        }
         return yield* new EditWriteFailed({
           path: failedAt,
-          problem: describe(Cause.squash(cause)),
+          problem: Option.isSome(failure) && failure.value._tag === "PlaceChanged" ?
+            failure.value.entry :
+            describe(Cause.squash(cause)),
           restored,
           notRestored
         })
@@ -588,37 +823,65 @@ const writeAll = (
 
 const makeApply = (
   fs: FileSystem.FileSystem,
-  path: Path.Path,
+  workspace: WorkspaceConfig,
+  place: Place,
   staged: ReadonlyArray<StagedFile>,
   label: string
 ) =>
-(reason: string): Effect.Effect<ToolResult.ToolResult, ToolError | EditWriteFailed> =>
-  Effect.gen(function*() {
-    // Check phase (interruptible): every file must be byte-identical to what the preview saw.
-    const stale: Array<string> = []
-    const checked: Array<{ readonly file: StagedFile; readonly mode: number }> = []
-    for (const file of staged) {
-      const current = yield* Effect.either(Effect.zip(fs.readFile(file.realPath), fs.stat(file.realPath)))
-      if (current._tag === "Left") {
-        stale.push(`${file.displayPath} (now missing or unreadable)`)
-      } else if (sha256(current.right[0]) !== file.hash) {
-        stale.push(file.displayPath)
-      } else {
-        checked.push({ file, mode: current.right[1].mode & 0o7777 })
-      }
-    }
-    if (stale.length > 0) {
-      return yield* new ToolError({
-        message: `Preview is stale: ${stale.join(", ")} changed after the preview. Nothing was written. ` +
-          `Discard this preview (resolve with action "discard") and preview the edit again.`
-      })
-    }
+(reason: string): Effect.Effect<ToolResult.ToolResult, ToolError | EditWriteFailed | EditFileLocked> =>
+  Effect.scoped(Effect.gen(function*() {
+    const byRealPath = new Map(staged.map((file) => [file.realPath, file]))
+    const displayOf = (realPath: string) => byRealPath.get(realPath)?.displayPath ?? realPath
+    // Lock phase (interruptible, bounded): one writer per file across sessions and processes; the locks are taken
+    // in the order of the real paths and released when this scope closes.
+    const held = yield* FileLock.lockFiles(staged.map((file) => file.realPath), {
+      timeout: workspace.lockTimeout,
+      staleAfter: workspace.lockStaleAfter
+    }).pipe(Effect.catchTags({
+      LockWaitTimeout: (error) =>
+        new EditFileLocked({
+          path: displayOf(error.path),
+          ...(error.holder === undefined ? {} : { holder: error.holder }),
+          waitedMs: Duration.toMillis(workspace.lockTimeout)
+        }),
+      LockFileError: (error) =>
+        error.missing ?
+          staleError([`${displayOf(error.path)} (now missing or unreadable)`], "after the preview") :
+          new EditWriteFailed({
+            path: displayOf(error.path),
+            problem: `its lock file could not be created: ${error.problem}`,
+            restored: [],
+            notRestored: []
+          })
+    }))
+    const tokens = new Map(held.map((lock) => [lock.target, lock.token]))
+    // Check phase (interruptible), under the locks: every path leads where it did at preview time, and every file
+    // is byte-identical to what the preview saw.
+    const moved = yield* placeChanges(place, staged)
+    if (moved.length > 0) return yield* staleError(moved, "after the preview")
+    const results = yield* Effect.forEach(
+      staged,
+      (file): Effect.Effect<{ readonly stale: string } | { readonly checked: Checked }> =>
+        Effect.match(Effect.zip(fs.readFile(file.realPath), fs.stat(file.realPath)), {
+          onFailure: () => ({ stale: `${file.displayPath} (now missing or unreadable)` }),
+          onSuccess: ([bytes, info]) =>
+            sameBytes(bytes, file.original) ?
+              {
+                checked: { file, bytes: file.updated(), mode: info.mode & 0o7777, token: tokens.get(file.realPath)! }
+              } :
+              { stale: file.displayPath }
+        }),
+      { concurrency: concurrencyFor(staged.length) }
+    )
+    const stale = results.flatMap((result) => "stale" in result ? [result.stale] : [])
+    if (stale.length > 0) return yield* staleError(stale, "after the preview")
+    const checked = results.flatMap((result) => "checked" in result ? [result.checked] : [])
     // Write phase: all files or none, uninterruptible; the action counts as applied only if it succeeds.
-    yield* PendingAction.commit(writeAll(fs, path, checked))
+    yield* PendingAction.commit(writeAll(fs, place, checked))
     const summary = summaryOf(staged)
     const written = summary.files.map((f) => `${f.path} (${f.replacements})`).join(", ")
     return ToolResult.text(`Applied ${label}. Wrote ${written}. Reason: ${reason}`, summary)
-  })
+  }))
 
 /**
  * The `edit` program on decoded parameters: validates paths and limits, computes every replacement in memory, stages
@@ -640,9 +903,13 @@ export const preview: (
   if (params.files.length > workspace.maxFiles) {
     return yield* new EditLimitExceeded({ limit: "files", max: workspace.maxFiles, actual: params.files.length })
   }
+  const editCount = params.files.reduce((n, file) => n + file.edits.length, 0)
+  if (editCount > workspace.maxEdits) {
+    return yield* new EditLimitExceeded({ limit: "edits", max: workspace.maxEdits, actual: editCount })
+  }
   const givenRoot = path.resolve(workspace.root)
   const realRoot = yield* Effect.mapError(
-    fs.realPath(givenRoot),
+    realPathOf(givenRoot),
     (error) =>
       new EditFileUnreadable({ path: workspace.root, problem: `the workspace root is unavailable (${error.message})` })
   )
@@ -660,20 +927,40 @@ export const preview: (
         path.join(realRoot, path.relative(givenRoot, absolute)) :
         undefined
       if (lexical === undefined) return yield* new EditPathOutsideWorkspace({ path: input, viaSymlink: false })
-      const real = yield* Effect.mapError(fs.realPath(lexical), (error) =>
-        isNotFound(error) ?
+      const real = yield* Effect.mapError(realPathOf(lexical), (error) =>
+        error.code === "ENOENT" ?
           new EditFileMissing({ path: input }) :
           new EditFileUnreadable({ path: input, problem: error.message }))
       if (!inside(realRoot, real)) return yield* new EditPathOutsideWorkspace({ path: input, viaSymlink: true })
-      return real
+      return { lexical, real }
     })
 
-  const staged: Array<StagedFile> = []
+  // Every path resolved and stat-ed at once; then, in the order of the files, the checks that name the first bad
+  // one; then every read at once; then, in order, the edits and the diffs.
+  const located = yield* Effect.forEach(
+    params.files,
+    (file) =>
+      Effect.either(Effect.flatMap(locate(file.path), ({ lexical, real }) =>
+        Effect.map(
+          Effect.mapError(
+            fs.stat(real),
+            (error) => new EditFileUnreadable({ path: file.path, problem: error.message })
+          ),
+          (info) => ({ lexical, real, info })
+        ))),
+    { concurrency: concurrencyFor(params.files.length) }
+  )
   const seen = new Map<string, number>()
+  /** Files by device and inode: two names of one file (hard links) are one file. */
+  const seenInodes = new Map<string, number>()
+  const places: Array<{ readonly lexical: string; readonly real: string }> = []
   let bytes = 0
   for (let fileIndex = 0; fileIndex < params.files.length; fileIndex++) {
     const file = params.files[fileIndex]!
-    const real = yield* locate(file.path)
+    const where = located[fileIndex]!
+    if (where._tag === "Left") return yield* where.left
+    const { info, lexical, real } = where.right
+    places.push({ lexical, real })
     const earlier = seen.get(real)
     if (earlier !== undefined) {
       return yield* new InvalidEditParams({
@@ -682,73 +969,119 @@ export const preview: (
       })
     }
     seen.set(real, fileIndex)
-    const displayPath = path.relative(realRoot, real).split(path.sep).join("/")
-    const info = yield* Effect.mapError(
-      fs.stat(real),
-      (error) => new EditFileUnreadable({ path: file.path, problem: error.message })
-    )
     if (info.type !== "File") {
       return yield* new EditFileUnreadable({ path: file.path, problem: `not a regular file (${info.type})` })
     }
-    if (bytes + Number(info.size) > workspace.maxBytes) {
-      return yield* new EditLimitExceeded({
-        limit: "bytes",
-        max: workspace.maxBytes,
-        actual: bytes + Number(info.size),
-        path: file.path
-      })
+    if (Option.isSome(info.ino)) {
+      const inode = `${info.dev}:${info.ino.value}`
+      const same = seenInodes.get(inode)
+      if (same !== undefined) {
+        return yield* new InvalidEditParams({
+          field: `files.${fileIndex}.path`,
+          problem: `names the same file as files.${same}.path: ${JSON.stringify(file.path)} and ` +
+            `${JSON.stringify(params.files[same]!.path)} are hard links to one file; list it once, under one ` +
+            `name, with all its edits`
+        })
+      }
+      seenInodes.set(inode, fileIndex)
     }
-    const original = yield* Effect.mapError(fs.readFile(real), (error) =>
-      isNotFound(error) ?
-        new EditFileMissing({ path: file.path }) :
-        new EditFileUnreadable({ path: file.path, problem: error.message }))
-    bytes += original.byteLength
+    bytes += Number(info.size)
     if (bytes > workspace.maxBytes) {
       return yield* new EditLimitExceeded({ limit: "bytes", max: workspace.maxBytes, actual: bytes, path: file.path })
     }
-    const text = yield* Effect.try({
-      // `ignoreBOM: true` keeps a byte-order mark in the text, so it is written back unchanged.
-      try: () => new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(original),
-      catch: () => new EditFileNotText({ path: file.path })
-    })
-    const edited = yield* applyEdits(file.path, text, file.edits)
+  }
+  const contents = yield* Effect.forEach(
+    params.files,
+    (file, fileIndex) =>
+      Effect.either(Effect.mapError(fs.readFile(places[fileIndex]!.real), (error) =>
+        isNotFound(error) ?
+          new EditFileMissing({ path: file.path }) :
+          new EditFileUnreadable({ path: file.path, problem: error.message }))),
+    { concurrency: concurrencyFor(params.files.length) }
+  )
+
+  const staged: Array<StagedFile> = []
+  const diffs: Array<string> = []
+  const warnings: Array<string> = []
+  let readBytes = 0
+  let editedBytes = 0
+  for (let fileIndex = 0; fileIndex < params.files.length; fileIndex++) {
+    const file = params.files[fileIndex]!
+    const { lexical, real } = places[fileIndex]!
+    const content = contents[fileIndex]!
+    if (content._tag === "Left") return yield* content.left
+    const original = content.right
+    // The file may have grown since its stat.
+    readBytes += original.byteLength
+    if (readBytes > workspace.maxBytes) {
+      return yield* new EditLimitExceeded({
+        limit: "bytes",
+        max: workspace.maxBytes,
+        actual: readBytes,
+        path: file.path
+      })
+    }
+    const displayPath = path.relative(realRoot, real).split(path.sep).join("/")
+    // ASCII (most source files) decodes and re-encodes by copying bytes; other UTF-8 is decoded in full. Decoding
+    // keeps a byte-order mark in the text, so it is written back unchanged.
+    const ascii = isAscii(original)
+    if (!ascii && !isUtf8(original)) return yield* new EditFileNotText({ path: file.path })
+    const text = asBuffer(original).toString(ascii ? "latin1" : "utf8")
+    const edited = EditDiff.replaceTracked(text, original.byteLength, file.edits, workspace.maxBytes - editedBytes)
+    switch (edited._tag) {
+      case "NotFound":
+        return yield* new EditTextNotFound({ path: file.path, editIndex: edited.editIndex })
+      case "Ambiguous":
+        return yield* new EditTextAmbiguous({
+          path: file.path,
+          editIndex: edited.editIndex,
+          occurrences: edited.occurrences
+        })
+      case "TooLarge":
+        return yield* new EditLimitExceeded({
+          limit: "editedBytes",
+          max: workspace.maxBytes,
+          actual: editedBytes + edited.bytes,
+          path: file.path
+        })
+    }
+    editedBytes += edited.bytes
+    const diff = EditDiff.unifiedDiff(`a/${displayPath}`, `b/${displayPath}`, text, edited)
     staged.push({
       inputPath: file.path,
       displayPath,
+      lexicalPath: lexical,
       realPath: real,
       original,
-      hash: sha256(original),
-      updated: new TextEncoder().encode(edited.text),
+      updated: once(() => ascii ? spliceBytes(original, edited, edited.bytes) : Buffer.from(edited.text, "utf8")),
       replacements: edited.replacements
     })
+    diffs.push(diff.patch)
+    warnings.push(...bidiWarnings(displayPath, diff.bidiLines))
   }
 
   const summary = summaryOf(staged)
   const label = editLabel(summary.replacements, summary.fileCount)
-  const decoder = new TextDecoder("utf-8", { ignoreBOM: true })
-  const diffs = staged.map((f) =>
-    createTwoFilesPatch(
-      `a/${f.displayPath}`,
-      `b/${f.displayPath}`,
-      decoder.decode(f.original),
-      decoder.decode(f.updated),
-      undefined,
-      undefined,
-      { context: 3, headerOptions: FILE_HEADERS_ONLY }
-    ).trimEnd()
-  )
   const counts = summary.files.map((f) => `${f.path}: ${f.replacements} replacement(s)`)
   const handle = yield* queueResolveHandler({
     label,
     sourceToolName: "edit",
-    apply: makeApply(fs, path, staged, label),
+    apply: makeApply(fs, workspace, { givenRoot, realRoot }, staged, label),
     reject: (reason) =>
       Effect.succeed(Option.some(ToolResult.text(
         `Discarded: ${label}. Nothing was written to ${summary.files.map((f) => f.path).join(", ")}. Reason: ${reason}`,
         summary
       )))
   })
-  const text = [previewHeadline, "", ...diffs, "", `${label}:`, ...counts.map((line) => `  ${line}`)].join("\n")
+  const text = [
+    previewHeadline,
+    "",
+    ...(warnings.length === 0 ? [] : [...warnings, ""]),
+    ...diffs,
+    "",
+    `${label}:`,
+    ...counts.map((line) => `  ${line}`)
+  ].join("\n")
   return ToolResult.text(text, { ...summary, pendingActionId: handle.id })
 })
 
@@ -758,13 +1091,68 @@ const description = [
   "Nothing is written when you call this tool: it returns a unified diff and stages the change.",
   "Then call `resolve` with action \"apply\" to write every file (all or none), or \"discard\" to drop it.",
   "Each edit's oldText must occur exactly once in the file (after the file's earlier edits), unless replaceAll is",
-  "true. Copy oldText exactly, including whitespace and line breaks. List each file once.",
+  "true (false or null: exactly once). Copy oldText exactly, including whitespace and line breaks. List each file",
+  "once.",
   "If a file changes after the preview, apply refuses it as stale: discard and preview again."
 ].join("\n")
 
 /**
- * The model-facing `edit` tool: JSON Schema parameters from `EditParams`, and an `execute` that decodes untrusted
- * input strictly and runs `preview`.
+ * The JSON Schema of the `edit` tool's parameters, as the model sees it. Accepted by OpenAI's strict function
+ * calling and by the other providers' schema subsets: every object closes its properties
+ * (`additionalProperties: false`) and lists all of them as required; `replaceAll`, which may be left out, is
+ * nullable instead (`null` means not set); no `$schema`, `$ref` or `$defs`, and no keyword a strict mode refuses
+ * (the length and item-count rules are stated in the descriptions and checked when decoding).
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const parametersJsonSchema: JSONSchema.JsonSchema7Root = {
+  type: "object",
+  properties: {
+    files: {
+      type: "array",
+      description: "The files to edit (at least one), each listed once.",
+      items: {
+        type: "object",
+        properties: {
+          path: {
+            type: "string",
+            description: "The file, relative to the workspace root (not empty, at most 4096 characters)."
+          },
+          edits: {
+            type: "array",
+            description: "The replacements of this file (at least one), applied in order, each to the result of the " +
+              "previous one.",
+            items: {
+              type: "object",
+              properties: {
+                oldText: {
+                  type: "string",
+                  description: "The exact text to replace (not empty), including whitespace and line breaks."
+                },
+                newText: { type: "string", description: "The text that replaces oldText." },
+                replaceAll: {
+                  anyOf: [{ type: "boolean" }, { type: "null" }],
+                  description: "true: replace every occurrence. false or null: oldText must occur exactly once."
+                }
+              },
+              required: ["oldText", "newText", "replaceAll"],
+              additionalProperties: false
+            }
+          }
+        },
+        required: ["path", "edits"],
+        additionalProperties: false
+      }
+    }
+  },
+  required: ["files"],
+  additionalProperties: false
+}
+
+/**
+ * The model-facing `edit` tool: the strict JSON Schema `parametersJsonSchema`, and an `execute` that decodes
+ * untrusted input strictly (`EditParams`; `replaceAll` may be absent or `null`) and runs `preview`.
  *
  * @since 0.1.0
  * @category tools
@@ -773,7 +1161,7 @@ export const tool = {
   name: "edit",
   label: "Edit",
   description,
-  parameters: JSONSchema.make(Schema.Struct(EditParams.fields)),
+  parameters: parametersJsonSchema,
   execute: (input: unknown) => Effect.flatMap(decodeEditParams(input), preview)
 } as const satisfies ToolDefinition<
   FileEditError | PendingStoreError,

@@ -47,7 +47,7 @@ const inWorkspace = <A, E>(
     E,
     ResolveRuntime.Services | FileEditPreview.Workspace | FileSystemTag.FileSystem | Path.Path
   >,
-  limits: { readonly maxFiles?: number; readonly maxBytes?: number } = {}
+  limits: { readonly maxFiles?: number; readonly maxBytes?: number; readonly maxEdits?: number } = {}
 ) =>
   Effect.scoped(Effect.gen(function*() {
     const root = yield* tempDir
@@ -97,7 +97,11 @@ describe("FileEditPreview", () => {
       assert.strictEqual(params.type, "object")
       deepStrictEqual(params.required, ["files"])
       deepStrictEqual(params.properties.files.items.required, ["path", "edits"])
-      deepStrictEqual(params.properties.files.items.properties.edits.items.required, ["oldText", "newText"])
+      deepStrictEqual(params.properties.files.items.properties.edits.items.required, [
+        "oldText",
+        "newText",
+        "replaceAll"
+      ])
     }))
 
   it.live("a preview writes nothing, shows the diff and stages one pending action", () =>
@@ -579,4 +583,326 @@ describe("FaultyFileSystem (test support)", () => {
         assert.strictEqual(yield* fs.readFileString(NPath.join(root, "a.txt")), "a")
       }).pipe(Effect.provide(FaultyFileSystem.layer(plan, { journal })))
     })))
+})
+
+// -----------------------------------------------------------------------------------------------------------------
+// issue 10: confinement at apply, the temporary file, hard links, bidi controls, names, strict schema, caps
+// -----------------------------------------------------------------------------------------------------------------
+
+/** The keywords OpenAI's strict function calling accepts in every provider's subset we target. */
+const strictKeywords = new Set([
+  "type",
+  "properties",
+  "required",
+  "additionalProperties",
+  "items",
+  "anyOf",
+  "enum",
+  "const",
+  "description",
+  "title"
+])
+
+/** Every way `schema` breaks OpenAI's strict rules (empty when it follows them), with the place it does. */
+const strictProblems = (schema: any, at = "(root)"): Array<string> => {
+  const problems: Array<string> = []
+  if (schema === null || typeof schema !== "object") return [`${at}: not a schema`]
+  for (const key of Object.keys(schema)) {
+    if (!strictKeywords.has(key)) problems.push(`${at}: keyword ${key} is not allowed`)
+  }
+  if (schema.type === "object") {
+    if (schema.additionalProperties !== false) problems.push(`${at}: additionalProperties must be false`)
+    const keys = Object.keys(schema.properties ?? {}).sort()
+    if (JSON.stringify([...(schema.required ?? [])].sort()) !== JSON.stringify(keys)) {
+      problems.push(`${at}: required must list every property`)
+    }
+    for (const key of keys) problems.push(...strictProblems(schema.properties[key], `${at}.${key}`))
+  }
+  if (schema.type === "array") problems.push(...strictProblems(schema.items, `${at}[]`))
+  if (schema.anyOf !== undefined) {
+    schema.anyOf.forEach((member: unknown, i: number) => problems.push(...strictProblems(member, `${at}|${i}`)))
+  }
+  if (schema.type === undefined && schema.anyOf === undefined) problems.push(`${at}: no type`)
+  return problems
+}
+
+const outsideDir = tempDir
+
+describe("FileEditPreview (issue 10)", () => {
+  describe("the tool schema (issue 11 §4, edit tool)", () => {
+    it.live("follows OpenAI's strict rules: closed objects, every property required, replaceAll nullable", () =>
+      Effect.sync(() => {
+        const params = FileEditPreview.tool.parameters as any
+        deepStrictEqual(strictProblems(params), [])
+        assert.strictEqual(params.type, "object")
+        const text = JSON.stringify(params)
+        for (const keyword of ["$schema", "$ref", "$defs", "definitions"]) assert.notInclude(text, keyword)
+        deepStrictEqual(params.properties.files.items.properties.edits.items.properties.replaceAll.anyOf, [
+          { type: "boolean" },
+          { type: "null" }
+        ])
+        // The checker is not vacuous.
+        assert.isNotEmpty(strictProblems({ type: "object", properties: { a: { type: "string", minLength: 1 } } }))
+      }))
+
+    it.live("decodes null and absence of replaceAll as not set; the decoded API is unchanged", () =>
+      Effect.gen(function*() {
+        const decoded = yield* FileEditPreview.decodeEditParams({
+          files: [{
+            path: "a.txt",
+            edits: [
+              { oldText: "a", newText: "b", replaceAll: null },
+              { oldText: "c", newText: "d" },
+              { oldText: "e", newText: "f", replaceAll: true }
+            ]
+          }]
+        })
+        deepStrictEqual(decoded, {
+          files: [{
+            path: "a.txt",
+            edits: [{ oldText: "a", newText: "b" }, { oldText: "c", newText: "d" }, {
+              oldText: "e",
+              newText: "f",
+              replaceAll: true
+            }]
+          }]
+        })
+        const error = yield* Effect.flip(FileEditPreview.decodeEditParams({
+          files: [{ path: "a.txt", edits: [{ oldText: "a", newText: "b", replaceAll: "yes" }] }]
+        }))
+        assert.strictEqual(error.field, "files.0.edits.0.replaceAll")
+        assert.include(error.problem, "must be true or false (or null: not set)")
+      }))
+
+    it.live("a strict-mode call (replaceAll: null) previews and applies like one without it", () =>
+      inWorkspace({ "a.txt": "x y x\n" }, ({ root }) =>
+        Effect.gen(function*() {
+          const ambiguous = failureOf(
+            yield* Effect.exit(
+              edit({ files: [{ path: "a.txt", edits: [{ oldText: "x", newText: "z", replaceAll: null }] }] })
+            )
+          )
+          assert.instanceOf(ambiguous, FileEditPreview.EditTextAmbiguous)
+          yield* edit({ files: [{ path: "a.txt", edits: [{ oldText: "y", newText: "Y", replaceAll: null }] }] })
+          successOf(yield* turn({ action: "apply", reason: "ok" }))
+          assert.strictEqual(yield* readText(root, "a.txt"), "x Y x\n")
+        })))
+  })
+
+  describe("confinement is checked again at apply time", () => {
+    it.live("a directory on the way swapped for a symlink to a folder outside with the same bytes: stale", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const outside = yield* outsideDir
+        yield* writeFiles(outside, { "a.txt": "secret = 1\n" })
+        yield* inWorkspace({ "sub/a.txt": "secret = 1\n" }, ({ root }) =>
+          Effect.gen(function*() {
+            yield* edit(one("sub/a.txt", "secret = 1", "secret = 2"))
+            yield* Effect.promise(async () => {
+              await NFS.rename(NPath.join(root, "sub"), NPath.join(root, "sub-old"))
+              await NFS.symlink(outside, NPath.join(root, "sub"))
+            })
+            const error = failureOf(yield* turn({ action: "apply", reason: "ok" }))
+            assert.strictEqual(error._tag, "ToolError")
+            assert.match(error.message, /^Preview is stale: sub\/a\.txt \(its path now leads elsewhere/)
+            assert.include(error.message, "Nothing was written.")
+            assert.strictEqual(yield* readText(root, "sub-old/a.txt"), "secret = 1\n")
+            deepStrictEqual(yield* listing(NPath.join(root, "sub-old")), ["a.txt"])
+            const queue = yield* ToolChoiceQueue
+            deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+          }))
+        assert.strictEqual(yield* readText(outside, "a.txt"), "secret = 1\n")
+        deepStrictEqual(yield* listing(outside), ["a.txt"])
+      })))
+
+    it.live("the workspace root moved away and replaced by a symlink to a folder outside: stale", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const outside = yield* outsideDir
+        const parent = yield* tempDir
+        const root = NPath.join(parent, "ws")
+        yield* writeFiles(root, { "a.txt": "v = 1\n" })
+        yield* writeFiles(outside, { "a.txt": "v = 1\n" })
+        const layer = Layer.mergeAll(ResolveRuntime.layer, NodeContext.layer, FileEditPreview.layer({ root }))
+        yield* Effect.gen(function*() {
+          yield* edit(one("a.txt", "v = 1", "v = 2"))
+          yield* Effect.promise(async () => {
+            await NFS.rename(root, NPath.join(parent, "ws-moved"))
+            await NFS.symlink(outside, root)
+          })
+          const error = failureOf(yield* turn({ action: "apply", reason: "ok" }))
+          assert.match(error.message, /^Preview is stale: the workspace root \(it now resolves to another directory\)/)
+          const queue = yield* ToolChoiceQueue
+          deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+        }).pipe(Effect.provide(layer))
+        assert.strictEqual(yield* readText(outside, "a.txt"), "v = 1\n")
+        assert.strictEqual(yield* readText(parent, "ws-moved/a.txt"), "v = 1\n")
+        deepStrictEqual(yield* listing(outside), ["a.txt"])
+      })))
+
+    it.live("the root given as a symlink, retargeted to another folder: stale, neither written", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const parent = yield* tempDir
+        yield* writeFiles(parent, { "ws1/a.txt": "v = 1\n", "ws2/a.txt": "v = 1\n" })
+        const link = NPath.join(parent, "current")
+        yield* Effect.promise(() => NFS.symlink(NPath.join(parent, "ws1"), link))
+        const layer = Layer.mergeAll(ResolveRuntime.layer, NodeContext.layer, FileEditPreview.layer({ root: link }))
+        yield* Effect.gen(function*() {
+          yield* edit(one("a.txt", "v = 1", "v = 2"))
+          yield* Effect.promise(async () => {
+            await NFS.rm(link)
+            await NFS.symlink(NPath.join(parent, "ws2"), link)
+          })
+          const error = failureOf(yield* turn({ action: "apply", reason: "ok" }))
+          assert.match(error.message, /^Preview is stale: the workspace root/)
+        }).pipe(Effect.provide(layer))
+        assert.strictEqual(yield* readText(parent, "ws1/a.txt"), "v = 1\n")
+        assert.strictEqual(yield* readText(parent, "ws2/a.txt"), "v = 1\n")
+      })))
+
+    it.live("a directory swapped after the check, before the rename: stale, nothing written anywhere", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const outside = yield* outsideDir
+        yield* writeFiles(outside, { "a.txt": "secret = 1\n" })
+        yield* inWorkspace({ "b.txt": "b\n", "sub/a.txt": "secret = 1\n" }, ({ plan, root }) =>
+          Effect.gen(function*() {
+            yield* edit({
+              files: [
+                { path: "b.txt", edits: [{ oldText: "b", newText: "B" }] },
+                { path: "sub/a.txt", edits: [{ oldText: "secret = 1", newText: "secret = 2" }] }
+              ]
+            })
+            const queue = yield* ToolChoiceQueue
+            yield* queue.nextToolChoice
+            const reached = yield* Deferred.make<void>()
+            const release = yield* Deferred.make<void>()
+            // b.txt's rename, the first one: the check phase is over, both temporary files are written, and
+            // sub/a.txt's path is resolved again right before its own rename, which comes next.
+            yield* FaultyFileSystem.arm(
+              plan,
+              FaultyFileSystem.block("rename", 1, { reached, release, path: (p) => p.includes(".b.txt.") })
+            )
+            const fiber = yield* Effect.fork(ResolveTool.execute({ action: "apply", reason: "ok" }))
+            yield* Deferred.await(reached)
+            yield* Effect.promise(async () => {
+              await NFS.rename(NPath.join(root, "sub"), NPath.join(root, "sub-old"))
+              await NFS.symlink(outside, NPath.join(root, "sub"))
+            })
+            yield* Deferred.succeed(release, undefined)
+            const exit = yield* Fiber.await(fiber)
+            yield* queue.resolve
+            const error = failureOf(exit)
+            assert.strictEqual(error._tag, "ToolError", error.message)
+            assert.match(
+              error.message,
+              /^Preview is stale: sub\/a\.txt \(its path now leads elsewhere.*\) changed during the apply\. Nothing was written\./
+            )
+            assert.include(error.message, "Restored from the preview's snapshot: b.txt.")
+            assert.strictEqual(yield* readText(root, "b.txt"), "b\n")
+            assert.strictEqual(yield* readText(root, "sub-old/a.txt"), "secret = 1\n")
+            deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+          }))
+        assert.strictEqual(yield* readText(outside, "a.txt"), "secret = 1\n")
+        deepStrictEqual(yield* listing(outside), ["a.txt"])
+      })))
+  })
+
+  it.live("the temporary file is never more readable than the target, from its creation", () =>
+    inWorkspace({ "private.txt": "token = 1\n" }, ({ plan, root }) =>
+      Effect.gen(function*() {
+        yield* Effect.promise(() => NFS.chmod(NPath.join(root, "private.txt"), 0o600))
+        yield* edit(one("private.txt", "token = 1", "token = 2"))
+        const queue = yield* ToolChoiceQueue
+        yield* queue.nextToolChoice
+        const reached = yield* Deferred.make<void>()
+        const release = yield* Deferred.make<void>()
+        // Between creating the temporary file and setting its mode: as a crash at that moment would leave it.
+        yield* FaultyFileSystem.arm(plan, FaultyFileSystem.block("chmod", 1, { reached, release }))
+        const fiber = yield* Effect.fork(ResolveTool.execute({ action: "apply", reason: "ok" }))
+        yield* Deferred.await(reached)
+        const temps = (yield* listing(root)).filter((name) => name.endsWith(".edit-tmp"))
+        assert.strictEqual(temps.length, 1, temps.join(", "))
+        const stat = yield* Effect.promise(() => NFS.stat(NPath.join(root, temps[0]!)))
+        assert.strictEqual(stat.mode & 0o077, 0, `temporary file mode ${(stat.mode & 0o777).toString(8)}`)
+        assert.strictEqual(yield* readText(root, temps[0]!), "token = 2\n")
+        yield* Deferred.succeed(release, undefined)
+        successOf(yield* Fiber.await(fiber))
+        yield* queue.resolve
+        const after = yield* Effect.promise(() => NFS.stat(NPath.join(root, "private.txt")))
+        assert.strictEqual(after.mode & 0o777, 0o600)
+        deepStrictEqual(yield* listing(root), ["private.txt"])
+      })))
+
+  it.live("two names of one file (hard links) in one call are refused, naming both; nothing staged", () =>
+    inWorkspace({ "hard.txt": "v = 1\nw = 1\n" }, ({ root }) =>
+      Effect.gen(function*() {
+        yield* Effect.promise(async () => {
+          await NFS.mkdir(NPath.join(root, "a"))
+          await NFS.link(NPath.join(root, "hard.txt"), NPath.join(root, "a/b.txt"))
+        })
+        const error = failureOf(
+          yield* Effect.exit(edit({
+            files: [
+              { path: "hard.txt", edits: [{ oldText: "v = 1", newText: "v = 2" }] },
+              { path: "a/b.txt", edits: [{ oldText: "w = 1", newText: "w = 2" }] }
+            ]
+          }))
+        )
+        assert.instanceOf(error, FileEditPreview.InvalidEditParams)
+        assert.strictEqual(error.field, "files.1.path")
+        assert.include(error.message, "\"a/b.txt\" and \"hard.txt\" are hard links to one file")
+        yield* nothingStaged
+        assert.strictEqual(yield* readText(root, "a/b.txt"), "v = 1\nw = 1\n")
+      })))
+
+  it.live("bidirectional control characters in newText are flagged in the preview, by file and line", () =>
+    inWorkspace({ "src/auth.ts": "const ok = 1\nif (isAdmin) {\n}\n" }, () =>
+      Effect.gen(function*() {
+        const result = yield* edit(one("src/auth.ts", "if (isAdmin) {", "if (isAdmin\u202E) {\u2066// ok\u2069"))
+        const text = ToolResult.textOf(result)
+        assert.include(
+          text,
+          "Warning: src/auth.ts line 2 holds Unicode bidirectional control character(s) U+202E, U+2066, U+2069: "
+        )
+        const plain = yield* edit(one("src/auth.ts", "const ok = 1", "const ok = 2"))
+        assert.notInclude(ToolResult.textOf(plain), "Warning:")
+      })))
+
+  it.live("non-ASCII paths appear in the diff headers as text; a line break in a name cannot forge a header", () =>
+    inWorkspace({ "données/résumé.txt": "é = 1\n", "evil\n+++ b/other.txt": "x\n" }, () =>
+      Effect.gen(function*() {
+        const text = ToolResult.textOf(
+          yield* edit({
+            files: [
+              { path: "données/résumé.txt", edits: [{ oldText: "é = 1", newText: "é = 2" }] },
+              { path: "evil\n+++ b/other.txt", edits: [{ oldText: "x", newText: "y" }] }
+            ]
+          })
+        )
+        assert.include(text, "--- a/données/résumé.txt\n+++ b/données/résumé.txt\n@@ -1,1 +1,1 @@\n-é = 1\n+é = 2")
+        assert.include(text, "--- \"a/evil\\n+++ b/other.txt\"\n+++ \"b/evil\\n+++ b/other.txt\"\n")
+        assert.notInclude(text, "\n+++ b/other.txt\n")
+      })))
+
+  describe("caps on what one call may cost", () => {
+    it.live("more edits than maxEdits: refused before reading anything", () =>
+      inWorkspace({ "a.txt": "a\n" }, () =>
+        Effect.gen(function*() {
+          const edits = Array.from({ length: 3 }, () => ({ oldText: "a", newText: "a" }))
+          const error = failureOf(yield* Effect.exit(edit({ files: [{ path: "a.txt", edits }] })))
+          assert.instanceOf(error, FileEditPreview.EditLimitExceeded)
+          assert.strictEqual(error.limit, "edits")
+          assert.include(error.message, "Too many edits: 3 in one call, at most 2 are allowed")
+          yield* nothingStaged
+        }), { maxEdits: 2 }))
+
+    it.live("edits that would grow the files past maxBytes: refused, naming the file", () =>
+      inWorkspace({ "a.txt": "aaaaaaaaaa\n" }, () =>
+        Effect.gen(function*() {
+          const error = failureOf(yield* Effect.exit(edit(one("a.txt", "a", "a".repeat(1_000_000), true))))
+          assert.instanceOf(error, FileEditPreview.EditLimitExceeded)
+          assert.strictEqual(error.limit, "editedBytes")
+          assert.strictEqual(error.path, "a.txt")
+          assert.strictEqual(error.actual, 10_000_001)
+          yield* nothingStaged
+        }), { maxBytes: 1_000 }))
+  })
 })
