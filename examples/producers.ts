@@ -12,7 +12,7 @@ import { ResolveRuntime, ResolveTool, SteeringBus, ToolChoiceQueue, ToolResult }
 import * as CustomTools from "../src/producers/CustomTools.js"
 import * as PlanApproval from "../src/producers/PlanApproval.js"
 import * as Renderer from "../src/render/Renderer.js"
-import * as FileEditPreview from "../src/tools/FileEditPreview.js"
+import * as FileEditPreview from "../src/producers/FileEditPreview.js"
 
 const step = (title: string) => Console.log(`\n-- ${title}`)
 

@@ -7,4 +7,4 @@
  */
 
 /** @since 0.1.0 */
-export * as FileEditPreview from "./tools/FileEditPreview.js"
+export * as FileEditPreview from "./producers/FileEditPreview.js"

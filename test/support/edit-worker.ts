@@ -18,7 +18,7 @@ import * as NFS from "node:fs/promises"
 import * as readline from "node:readline"
 import { FileEditPreview } from "../../src/edit.js"
 import { ResolveRuntime, ResolveTool, ToolChoiceQueue } from "../../src/index.js"
-import * as FileLock from "../../src/tools/FileLock.js"
+import * as FileLock from "../../src/producers/FileLock.js"
 import * as FaultyFileSystem from "./FaultyFileSystem.js"
 
 type Session = ManagedRuntime.ManagedRuntime<any, never>

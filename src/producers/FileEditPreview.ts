@@ -47,9 +47,9 @@ import * as ToolResult from "../domain/ToolResult.js"
 import { loneSurrogate, show, tooDeepField, valueAt } from "../internal/untrusted.js"
 import * as PendingAction from "../services/PendingAction.js"
 import { type PendingActions, queueResolveHandler } from "../services/PendingActions.js"
+import type { ToolDefinition } from "../tools/ToolDefinition.js"
 import * as EditDiff from "./EditDiff.js"
 import * as FileLock from "./FileLock.js"
-import type { ToolDefinition } from "./ToolDefinition.js"
 
 // -----------------------------------------------------------------------------------------------------------------
 // configuration

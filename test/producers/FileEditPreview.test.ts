@@ -8,7 +8,7 @@ import * as NFS from "node:fs/promises"
 import * as OS from "node:os"
 import * as NPath from "node:path"
 import { ResolveRuntime, ResolveTool, SteeringBus, ToolChoiceQueue, ToolResult } from "../../src/index.js"
-import * as FileEditPreview from "../../src/tools/FileEditPreview.js"
+import * as FileEditPreview from "../../src/producers/FileEditPreview.js"
 import { failureOf, successOf } from "../support/exits.js"
 import * as FaultyFileSystem from "../support/FaultyFileSystem.js"
 

@@ -12,7 +12,7 @@ import { createTwoFilesPatch, FILE_HEADERS_ONLY } from "diff"
 import { applyPatch } from "diff"
 import { FastCheck as fc } from "effect"
 import { deepStrictEqual, strictEqual } from "node:assert/strict"
-import * as EditDiff from "../../src/tools/EditDiff.js"
+import * as EditDiff from "../../src/producers/EditDiff.js"
 
 const LONG = process.env.LONG !== undefined && process.env.LONG !== "" && process.env.LONG !== "0"
 const numRuns = LONG ? 20_000 : 1_500
