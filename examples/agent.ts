@@ -46,7 +46,9 @@ const handlers = (disk: Ref.Ref<Record<string, string>>, failOnce: Ref.Ref<Reado
                 const next = new Set(set)
                 return [next.delete(file), next]
               })
-              if (failing) return yield* Effect.fail(new Error(`(simulated) ENOSPC: no space left on device, write '${file}'`))
+              if (failing) {
+                return yield* Effect.fail(new Error(`(simulated) ENOSPC: no space left on device, write '${file}'`))
+              }
               yield* PendingAction.commit(Ref.update(disk, (files) => ({ ...files, [file]: content })))
               return ToolResult.text(`Wrote ${file}.`)
             })

@@ -10,9 +10,9 @@ import * as Path from "@effect/platform/Path"
 import { Console, Effect, Layer, Option } from "effect"
 import { ResolveRuntime, ResolveTool, SteeringBus, ToolChoiceQueue, ToolResult } from "../src/index.js"
 import * as CustomTools from "../src/producers/CustomTools.js"
+import * as FileEditPreview from "../src/producers/FileEditPreview.js"
 import * as PlanApproval from "../src/producers/PlanApproval.js"
 import * as Renderer from "../src/render/Renderer.js"
-import * as FileEditPreview from "../src/producers/FileEditPreview.js"
 
 const step = (title: string) => Console.log(`\n-- ${title}`)
 
