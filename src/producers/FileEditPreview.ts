@@ -41,12 +41,14 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { isAscii, isUtf8 } from "node:buffer"
+import { createHash } from "node:crypto"
 import * as NFS from "node:fs/promises"
 import { type PendingStoreError, ToolError } from "../domain/Errors.js"
 import * as ToolResult from "../domain/ToolResult.js"
 import { loneSurrogate, show, tooDeepField, valueAt } from "../internal/untrusted.js"
+import * as ActionKind from "../services/ActionKind.js"
 import * as PendingAction from "../services/PendingAction.js"
-import { type PendingActions, queueResolveHandler } from "../services/PendingActions.js"
+import { type PendingActions, stageKind } from "../services/PendingActions.js"
 import type { ToolDefinition } from "../tools/ToolDefinition.js"
 import * as EditDiff from "./EditDiff.js"
 import * as FileLock from "./FileLock.js"
@@ -517,20 +519,58 @@ const decodeChecked = (input: unknown): Effect.Effect<EditParams, InvalidEditPar
 // preview
 // -----------------------------------------------------------------------------------------------------------------
 
-interface StagedFile {
-  /** As the model wrote it. */
-  readonly inputPath: string
-  /** Relative to the real workspace root, for humans. */
-  readonly displayPath: string
-  /** The absolute path the model's path names, before resolving symlinks: re-resolved at apply. */
-  readonly lexicalPath: string
-  /** The resolved file that is written. */
-  readonly realPath: string
-  readonly original: Uint8Array
-  /** The edited bytes, encoded on first use (an apply), not by the preview. */
-  readonly updated: () => Uint8Array
-  readonly replacements: number
-}
+/**
+ * One file of an edit action, as data: where it is (as the model wrote it, for humans, the path before and after
+ * resolving symlinks), how many replacements, the SHA-256 of the bytes the preview read (`before`) and the bytes to
+ * write (`after`, base64 when stored).
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const EditFile = Schema.Struct({
+  inputPath: Schema.String,
+  displayPath: Schema.String,
+  lexicalPath: Schema.String,
+  realPath: Schema.String,
+  replacements: Schema.Number,
+  before: Schema.String,
+  after: Schema.Uint8ArrayFromBase64
+})
+
+/**
+ * @since 0.2.0
+ * @category models
+ */
+export type EditFile = typeof EditFile.Type
+
+/**
+ * The payload of an edit action (the durable kind `kind`): the workspace root as given and as resolved at preview
+ * time, the label, and every file.
+ *
+ * @since 0.2.0
+ * @category schemas
+ */
+export const EditPayload = Schema.Struct({
+  givenRoot: Schema.String,
+  realRoot: Schema.String,
+  label: Schema.String,
+  files: Schema.Array(EditFile)
+})
+
+/**
+ * @since 0.2.0
+ * @category models
+ */
+export type EditPayload = typeof EditPayload.Type
+
+/**
+ * The bytes a preview read, kept for files staged in this process: apply compares them byte for byte, and a
+ * rollback restores them. A file restored after a restart has none: apply compares SHA-256 (`before`), and the
+ * bytes it read under the locks are the snapshot.
+ */
+const originals = new WeakMap<EditFile, Uint8Array>()
+
+const sha256 = (bytes: Uint8Array): string => createHash("sha256").update(bytes).digest("hex")
 
 /** The workspace root as given and as resolved at preview time. */
 interface Place {
@@ -626,7 +666,7 @@ const bidiWarnings = (displayPath: string, lines: ReadonlyArray<EditDiff.BidiLin
   return shown
 }
 
-const summaryOf = (staged: ReadonlyArray<StagedFile>): EditSummary => ({
+const summaryOf = (staged: ReadonlyArray<EditFile>): EditSummary => ({
   files: staged.map((f) => ({ path: f.displayPath, replacements: f.replacements })),
   fileCount: staged.length,
   replacements: staged.reduce((n, f) => n + f.replacements, 0)
@@ -667,7 +707,7 @@ const rootNote = (place: Place, now: string | undefined): string | undefined =>
     undefined :
     "the workspace root (it now resolves to another directory)"
 
-const fileNote = (file: StagedFile, now: string | undefined): string | undefined =>
+const fileNote = (file: EditFile, now: string | undefined): string | undefined =>
   now === undefined ?
     `${file.displayPath} (now missing or unreadable)` :
     now === file.realPath ?
@@ -679,14 +719,14 @@ const rootChange = (place: Place): Effect.Effect<string | undefined> =>
   Effect.promise(() => realPathOrUndefined(place.givenRoot).then((now) => rootNote(place, now)))
 
 /** Whether the file's path still leads to the file the preview read: `undefined`, else why not. */
-const fileChange = (file: StagedFile): Effect.Effect<string | undefined> =>
+const fileChange = (file: EditFile): Effect.Effect<string | undefined> =>
   Effect.promise(() => realPathOrUndefined(file.lexicalPath).then((now) => fileNote(file, now)))
 
 /**
  * Where the root and every file's path lead now, all resolved at once: what changed since the preview (nothing:
  * an empty list).
  */
-const placeChanges = (place: Place, files: ReadonlyArray<StagedFile>): Effect.Effect<ReadonlyArray<string>> =>
+const placeChanges = (place: Place, files: ReadonlyArray<EditFile>): Effect.Effect<ReadonlyArray<string>> =>
   Effect.promise(async () => {
     const [root, ...now] = await Promise.all([
       realPathOrUndefined(place.givenRoot),
@@ -711,7 +751,9 @@ const concurrencyFor = (files: number): number => files > 4 ? 16 : 1
 class PlaceChanged extends Data.TaggedError("PlaceChanged")<{ readonly entry: string }> {}
 
 interface Checked {
-  readonly file: StagedFile
+  readonly file: EditFile
+  /** The bytes read under the locks (the preview's, checked): what a rollback restores. */
+  readonly original: Uint8Array
   /** The edited bytes to write. */
   readonly bytes: Uint8Array
   readonly mode: number
@@ -778,14 +820,14 @@ const writeAll = (
       Effect.gen(function*() {
         const restored: Array<string> = []
         const notRestored: Array<string> = []
-        for (const { file, mode } of [...renamed].reverse()) {
+        for (const { file, mode, original } of [...renamed].reverse()) {
           // Never restore through a path that now leads elsewhere.
           const exit = yield* Effect.exit(Effect.gen(function*() {
             const change = yield* fileChange(file)
             if (change !== undefined) {
               return yield* new PlaceChanged({ entry: change })
             }
-            yield* fs.writeFile(file.realPath, file.original)
+            yield* fs.writeFile(file.realPath, original)
             yield* fs.chmod(file.realPath, mode)
           }))
           if (exit._tag === "Success") {
@@ -821,42 +863,59 @@ const writeAll = (
     return Effect.catchAllCause(attempt, rollback)
   })
 
-const makeApply = (
-  fs: FileSystem.FileSystem,
-  workspace: WorkspaceConfig,
-  place: Place,
-  staged: ReadonlyArray<StagedFile>,
-  label: string
-) =>
-(reason: string): Effect.Effect<ToolResult.ToolResult, ToolError | EditWriteFailed | EditFileLocked> =>
+// The locks of `files` (one writer per file across sessions and processes), in the order of their real paths,
+// released when the scope closes; a wait that times out is `EditFileLocked`.
+const lockAll = (workspace: WorkspaceConfig, files: ReadonlyArray<EditFile>) => {
+  const byRealPath = new Map(files.map((file) => [file.realPath, file]))
+  const displayOf = (realPath: string) => byRealPath.get(realPath)?.displayPath ?? realPath
+  return FileLock.lockFiles(files.map((file) => file.realPath), {
+    timeout: workspace.lockTimeout,
+    staleAfter: workspace.lockStaleAfter
+  }).pipe(Effect.catchTags({
+    LockWaitTimeout: (error) =>
+      new EditFileLocked({
+        path: displayOf(error.path),
+        ...(error.holder === undefined ? {} : { holder: error.holder }),
+        waitedMs: Duration.toMillis(workspace.lockTimeout)
+      }),
+    LockFileError: (error) =>
+      error.missing ?
+        staleError([`${displayOf(error.path)} (now missing or unreadable)`], "after the preview") :
+        new EditWriteFailed({
+          path: displayOf(error.path),
+          problem: `its lock file could not be created: ${error.problem}`,
+          restored: [],
+          notRestored: []
+        })
+  }))
+}
+
+// Whether `bytes` are what the preview read: byte for byte when this process staged the file, else by SHA-256.
+const isBefore = (file: EditFile, bytes: Uint8Array): boolean => {
+  const original = originals.get(file)
+  return original !== undefined ? sameBytes(bytes, original) : sha256(bytes) === file.before
+}
+
+/** Applies an edit action: locks, checks under the locks, then writes all files or none. */
+const applyEdit = (
+  payload: EditPayload,
+  reason: string
+): Effect.Effect<
+  ToolResult.ToolResult,
+  ToolError | EditWriteFailed | EditFileLocked,
+  FileSystem.FileSystem | Workspace
+> =>
   Effect.scoped(Effect.gen(function*() {
-    const byRealPath = new Map(staged.map((file) => [file.realPath, file]))
-    const displayOf = (realPath: string) => byRealPath.get(realPath)?.displayPath ?? realPath
+    const fs = yield* FileSystem.FileSystem
+    const workspace = yield* Workspace
+    const staged = payload.files
+    const place: Place = { givenRoot: payload.givenRoot, realRoot: payload.realRoot }
     // Lock phase (interruptible, bounded): one writer per file across sessions and processes; the locks are taken
     // in the order of the real paths and released when this scope closes.
-    const held = yield* FileLock.lockFiles(staged.map((file) => file.realPath), {
-      timeout: workspace.lockTimeout,
-      staleAfter: workspace.lockStaleAfter
-    }).pipe(Effect.catchTags({
-      LockWaitTimeout: (error) =>
-        new EditFileLocked({
-          path: displayOf(error.path),
-          ...(error.holder === undefined ? {} : { holder: error.holder }),
-          waitedMs: Duration.toMillis(workspace.lockTimeout)
-        }),
-      LockFileError: (error) =>
-        error.missing ?
-          staleError([`${displayOf(error.path)} (now missing or unreadable)`], "after the preview") :
-          new EditWriteFailed({
-            path: displayOf(error.path),
-            problem: `its lock file could not be created: ${error.problem}`,
-            restored: [],
-            notRestored: []
-          })
-    }))
+    const held = yield* lockAll(workspace, staged)
     const tokens = new Map(held.map((lock) => [lock.target, lock.token]))
     // Check phase (interruptible), under the locks: every path leads where it did at preview time, and every file
-    // is byte-identical to what the preview saw.
+    // is what the preview saw.
     const moved = yield* placeChanges(place, staged)
     if (moved.length > 0) return yield* staleError(moved, "after the preview")
     const results = yield* Effect.forEach(
@@ -865,9 +924,15 @@ const makeApply = (
         Effect.match(Effect.zip(fs.readFile(file.realPath), fs.stat(file.realPath)), {
           onFailure: () => ({ stale: `${file.displayPath} (now missing or unreadable)` }),
           onSuccess: ([bytes, info]) =>
-            sameBytes(bytes, file.original) ?
+            isBefore(file, bytes) ?
               {
-                checked: { file, bytes: file.updated(), mode: info.mode & 0o7777, token: tokens.get(file.realPath)! }
+                checked: {
+                  file,
+                  original: bytes,
+                  bytes: file.after,
+                  mode: info.mode & 0o7777,
+                  token: tokens.get(file.realPath)!
+                }
               } :
               { stale: file.displayPath }
         }),
@@ -880,8 +945,91 @@ const makeApply = (
     yield* PendingAction.commit(writeAll(fs, place, checked))
     const summary = summaryOf(staged)
     const written = summary.files.map((f) => `${f.path} (${f.replacements})`).join(", ")
-    return ToolResult.text(`Applied ${label}. Wrote ${written}. Reason: ${reason}`, summary)
+    return ToolResult.text(`Applied ${payload.label}. Wrote ${written}. Reason: ${reason}`, summary)
   }))
+
+/**
+ * What became of an edit action a crashed process left `resolving`, from the files themselves, under their locks:
+ *
+ * - every file holds the new bytes: `applied`;
+ * - none does: `pending`. The write had not begun (its renames come last, all or none), or, in a narrow case, its
+ *   files were written and then changed again by another writer before this recovery; either way applying it
+ *   again is safe, since an apply first checks every file against the bytes the preview read and refuses it as
+ *   stale otherwise. (A file that merely changed since the preview, so that the interrupted apply was about to
+ *   refuse it, ends here too.)
+ * - some do and the others still hold the preview's bytes: the crash came between two renames, so the rest are
+ *   written now (all or none) and the action is `applied`;
+ * - anything else (some new, some changed by someone else), or a path that now leads elsewhere: `conflict`, for a
+ *   person to look at.
+ */
+const recoverEdit = (
+  payload: EditPayload
+): Effect.Effect<ActionKind.Recovery, never, FileSystem.FileSystem | Workspace> =>
+  Effect.scoped(Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const workspace = yield* Workspace
+    const held = yield* lockAll(workspace, payload.files)
+    const tokens = new Map(held.map((lock) => [lock.target, lock.token]))
+    const place: Place = { givenRoot: payload.givenRoot, realRoot: payload.realRoot }
+    if ((yield* placeChanges(place, payload.files)).length > 0) return "conflict" as const
+    const states = yield* Effect.forEach(payload.files, (file) =>
+      Effect.map(
+        Effect.zip(fs.readFile(file.realPath), fs.stat(file.realPath)),
+        ([bytes, info]) => ({
+          file,
+          bytes,
+          mode: info.mode & 0o7777,
+          state: sameBytes(bytes, file.after) ? "after" : sha256(bytes) === file.before ? "before" : "other"
+        })
+      ))
+    const written = states.filter((s) => s.state === "after").length
+    if (written === 0) return "pending" as const
+    if (written === states.length) return "applied" as const
+    if (states.some((s) => s.state === "other")) return "conflict" as const
+    const rest = states.filter((s) => s.state === "before")
+    // Roll forward: the crash came between two renames.
+    yield* writeAll(
+      fs,
+      place,
+      rest.map((s) => ({
+        file: s.file,
+        original: s.bytes,
+        bytes: s.file.after,
+        mode: s.mode,
+        token: tokens.get(s.file.realPath)!
+      }))
+    )
+    return "applied" as const
+  })).pipe(
+    Effect.catchAllCause((cause) =>
+      Effect.as(
+        Effect.logError("effect-resolve: recovering an edit failed; it is left in conflict", cause),
+        "conflict" as const
+      )
+    )
+  )
+
+/**
+ * The durable kind of an edit: its payload holds the paths, the SHA-256 of the bytes the preview read and the bytes
+ * to write, so a restarted process can apply it, and `recover` can tell from the files whether a crashed apply
+ * wrote them. A durable session that stages edits registers it: `ResolveRuntime.durable({ kinds: [kind], ... })`,
+ * with `FileEditPreview.layer(...)` and a `FileSystem` (`NodeContext.layer`) provided to it.
+ *
+ * @since 0.2.0
+ * @category kinds
+ */
+export const kind = ActionKind.make({
+  name: "edit",
+  payload: EditPayload,
+  apply: (payload, call) => applyEdit(payload, call.reason),
+  reject: (payload, call) =>
+    Effect.succeed(Option.some(ToolResult.text(
+      `Discarded: ${payload.label}. Nothing was written to ${payload.files.map((f) => f.displayPath).join(", ")}. ` +
+        `Reason: ${call.reason}`,
+      summaryOf(payload.files)
+    ))),
+  recover: (payload) => recoverEdit(payload)
+})
 
 /**
  * The `edit` program on decoded parameters: validates paths and limits, computes every replacement in memory, stages
@@ -1000,7 +1148,7 @@ export const preview: (
     { concurrency: concurrencyFor(params.files.length) }
   )
 
-  const staged: Array<StagedFile> = []
+  const staged: Array<EditFile> = []
   const diffs: Array<string> = []
   const warnings: Array<string> = []
   let readBytes = 0
@@ -1047,15 +1195,25 @@ export const preview: (
     }
     editedBytes += edited.bytes
     const diff = EditDiff.unifiedDiff(`a/${displayPath}`, `b/${displayPath}`, text, edited)
-    staged.push({
+    // The bytes to write are built when they are needed (an apply, or a durable store keeping the payload), and
+    // the hash of the bytes read likewise: a preview pays for neither.
+    const after = once(() => ascii ? spliceBytes(original, edited, edited.bytes) : Buffer.from(edited.text, "utf8"))
+    const before = once(() => sha256(original))
+    const editFile: EditFile = {
       inputPath: file.path,
       displayPath,
       lexicalPath: lexical,
       realPath: real,
-      original,
-      updated: once(() => ascii ? spliceBytes(original, edited, edited.bytes) : Buffer.from(edited.text, "utf8")),
-      replacements: edited.replacements
-    })
+      replacements: edited.replacements,
+      get before() {
+        return before()
+      },
+      get after() {
+        return after()
+      }
+    }
+    originals.set(editFile, original)
+    staged.push(editFile)
     diffs.push(diff.patch)
     warnings.push(...bidiWarnings(displayPath, diff.bidiLines))
   }
@@ -1063,25 +1221,20 @@ export const preview: (
   const summary = summaryOf(staged)
   const label = editLabel(summary.replacements, summary.fileCount)
   const counts = summary.files.map((f) => `${f.path}: ${f.replacements} replacement(s)`)
-  const handle = yield* queueResolveHandler({
-    label,
-    sourceToolName: "edit",
-    apply: makeApply(fs, workspace, { givenRoot, realRoot }, staged, label),
-    reject: (reason) =>
-      Effect.succeed(Option.some(ToolResult.text(
-        `Discarded: ${label}. Nothing was written to ${summary.files.map((f) => f.path).join(", ")}. Reason: ${reason}`,
-        summary
-      )))
-  })
-  const text = [
-    previewHeadline,
-    "",
+  const shown = [
     ...(warnings.length === 0 ? [] : [...warnings, ""]),
     ...diffs,
     "",
     `${label}:`,
     ...counts.map((line) => `  ${line}`)
   ].join("\n")
+  const handle = yield* stageKind(kind, { givenRoot, realRoot, label, files: staged }, {
+    label,
+    sourceToolName: "edit",
+    preview: shown
+  })
+  // The model reads the action's id, to resolve this preview by id when several are pending.
+  const text = `${previewHeadline}\nPending action id: ${handle.id}\n\n${shown}`
   return ToolResult.text(text, { ...summary, pendingActionId: handle.id })
 })
 

@@ -19,7 +19,7 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { FileEditPreview } from "../../src/edit.js"
-import { PendingActions, ResolveRuntime } from "../../src/index.js"
+import { PendingActions, PendingStore, ResolveRuntime } from "../../src/index.js"
 import { PostgresStore } from "../../src/postgres.js"
 import { SqliteStore } from "../../src/sqlite.js"
 import { postgresForTests, postgresSuiteName } from "../support/pgTest.js"
@@ -74,13 +74,19 @@ const check = (store: Layer.Layer<any, unknown>, workspace: string, staged: Read
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     const context = yield* Layer.buildWithScope(
-      Layer.mergeAll(
-        ResolveRuntime.durable({ session: "crash", store, kinds: [FileEditPreview.kind] }),
-        FileEditPreview.layer({ root: workspace })
-      ).pipe(Layer.provideMerge(NodeContext.layer)),
+      ResolveRuntime.durable({ session: "crash", store, kinds: [FileEditPreview.kind] }).pipe(
+        Layer.provideMerge(Layer.mergeAll(FileEditPreview.layer({ root: workspace }), NodeContext.layer))
+      ),
       scope
     )
     const actions = yield* Effect.flatMap(PendingActions, (p) => p.list).pipe(Effect.provide(context))
+    // What a failure message shows of an action: its journal.
+    const journals = new Map<string, string>()
+    for (const action of actions) {
+      if (action.status !== "conflict") continue
+      const events = yield* Effect.flatMap(PendingStore, (s) => s.history(action.id)).pipe(Effect.provide(context))
+      journals.set(action.id, events.map((e) => `${e.from}→${e.to}(${e.owner ?? "-"})`).join(" "))
+    }
     yield* Scope.close(scope, Exit.void)
     const byId = new Map(actions.map((action) => [action.id, action]))
     const markers = new Map(files.map((file) => {
@@ -91,7 +97,13 @@ const check = (store: Layer.Layer<any, unknown>, workspace: string, staged: Read
     for (const [id, { files: touched, marker }] of staged) {
       const action = byId.get(id)
       assert.isDefined(action, `staged ${id} is not in the store: lost`)
-      assert.include(["pending", "applied", "discarded"], action!.status, `${id} is ${action!.status}`)
+      assert.include(
+        ["pending", "applied", "discarded"],
+        action!.status,
+        `${id} is ${action!.status}: ${journals.get(id)}; ${JSON.stringify(action!.outcome)}; files: ${
+          touched.map((file) => `${file}: ${[...markers.get(file)!].join(" ")}`).join("; ")
+        }; marker ${marker}`
+      )
       const present = touched.filter((file) => markers.get(file)!.has(marker))
       if (action!.status === "applied") assert.deepStrictEqual(present, touched, `${id} is applied but not written`)
       else assert.deepStrictEqual(present, [], `${id} is ${action!.status} but written to ${present.join(", ")}`)

@@ -34,10 +34,9 @@ const random = () => {
 const say = (line: string) => writeSync(1, `${line}\n`)
 
 const store = storeKind === "postgres" ? PostgresStore.layer({ url: target }) : SqliteStore.layer({ filename: target })
-const layer = Layer.mergeAll(
-  ResolveRuntime.durable({ session: "crash", store, kinds: [FileEditPreview.kind] }),
-  FileEditPreview.layer({ root: workspace })
-).pipe(Layer.provideMerge(NodeContext.layer))
+const layer = ResolveRuntime.durable({ session: "crash", store, kinds: [FileEditPreview.kind] }).pipe(
+  Layer.provideMerge(Layer.mergeAll(FileEditPreview.layer({ root: workspace }), NodeContext.layer))
+)
 
 const program = Effect.gen(function*() {
   const pending = yield* PendingActions
