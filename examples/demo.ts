@@ -1,16 +1,33 @@
 /**
- * `npm run demo`: the library's walk-through on an embedded, scripted default. No network, no keys.
+ * `npm run demo`: a guided tour of effect-resolve on an embedded scripted model. No network, no keys, no server.
+ * Each part says which example file holds the code; every README example is a file under examples/ too.
  */
 import { NodeRuntime } from "@effect/platform-node"
-import { Effect } from "effect"
+import { Console, Effect } from "effect"
 import { agentWalkthrough } from "./agent.js"
 import { coreWalkthrough } from "./core.js"
 import { producersWalkthrough } from "./producers.js"
 
+const part = (title: string, files: string) =>
+  Console.log(`\n${"=".repeat(100)}\n${title}\n(the code: ${files})\n${"=".repeat(100)}`)
+
 const main = Effect.gen(function*() {
+  yield* Console.log([
+    "effect-resolve: a tool stages its work as a preview; the model (or a person) resolves it: apply or discard.",
+    "This tour runs three parts:",
+    "  1. the core: staging, the reminder, the forced resolve, a failing apply, a discard;",
+    "  2. the producers: file edits, a stale preview, plan approval, a custom tool, rendering;",
+    "  3. an agent loop on @effect/ai with a scripted model, under \"force\" and \"soft\" enforcement.",
+    "Shorter, single-purpose examples: examples/quick-start.ts, pending-set.ts, edit.ts, plan.ts, custom-tools.ts,",
+    "render.ts, turn-driver.ts, scripted-model.ts, provider-tool-choice.ts, durable-session.ts, real-provider.ts."
+  ].join("\n"))
+  yield* part("1. The core", "examples/core.ts; start with examples/quick-start.ts")
   yield* coreWalkthrough
+  yield* part("2. The producers", "examples/producers.ts; examples/edit.ts, plan.ts, custom-tools.ts, render.ts")
   yield* producersWalkthrough
+  yield* part("3. The agent loop", "examples/agent.ts; examples/turn-driver.ts")
   yield* agentWalkthrough
+  yield* Console.log("\nNext: durable sessions that survive a restart, in examples/durable-session.ts.")
 })
 
 NodeRuntime.runMain(main)
