@@ -9,7 +9,8 @@
  * ```ts
  * import { LanguageModel } from "@effect/ai"
  * import { Effect } from "effect"
- * import { AiResolveTool, ResolveRuntime } from "effect-resolve"
+ * import { ResolveRuntime } from "effect-resolve"
+ * import { AiResolveTool } from "effect-resolve/ai"
  *
  * const turn = LanguageModel.generateText({
  *   prompt: "Apply the pending preview if it is right.",

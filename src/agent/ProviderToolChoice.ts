@@ -6,7 +6,8 @@
  *
  * @example
  * ```ts
- * import { ProviderToolChoice, ToolChoice } from "effect-resolve"
+ * import { ToolChoice } from "effect-resolve"
+ * import { ProviderToolChoice } from "effect-resolve/ai"
  *
  * ProviderToolChoice.toAnthropic(ToolChoice.forceTool("resolve"))
  * // Option.some({ type: "tool", name: "resolve" })
@@ -435,7 +436,8 @@ const convertGemini = (
  *
  * @example
  * ```ts
- * import { ProviderToolChoice, ResolveTool } from "effect-resolve"
+ * import { ResolveTool } from "effect-resolve"
+ * import { ProviderToolChoice } from "effect-resolve/ai"
  *
  * ProviderToolChoice.toGeminiSchema(ResolveTool.parameters)
  * // Either.right({ type: "OBJECT", properties: { ..., extra: { type: "STRING", nullable: true, ... } }, required: [...] })

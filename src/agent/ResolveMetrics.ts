@@ -5,7 +5,7 @@
  * @example
  * ```ts
  * import { Effect } from "effect"
- * import { ResolveMetrics } from "effect-resolve"
+ * import { ResolveMetrics } from "effect-resolve/ai"
  *
  * const report = Effect.map(ResolveMetrics.snapshot("session-1"), (s) => `${s.toolChoiceChanges} cache-busting changes`)
  * ```

@@ -6,7 +6,7 @@
  * @example
  * ```ts
  * import { Effect } from "effect"
- * import { ScriptedModel, TurnDriver } from "effect-resolve"
+ * import { ScriptedModel, TurnDriver } from "effect-resolve/ai"
  *
  * const model = ScriptedModel.layer([
  *   ScriptedModel.toolCall("resolve", { action: "apply", reason: "Looks right." }),

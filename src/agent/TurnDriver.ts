@@ -10,7 +10,8 @@
  * ```ts
  * import { Tool, Toolkit } from "@effect/ai"
  * import { Effect, Layer, Schema } from "effect"
- * import { ResolveConfig, ScriptedModel, TurnDriver } from "effect-resolve"
+ * import { ResolveConfig } from "effect-resolve"
+ * import { ScriptedModel, TurnDriver } from "effect-resolve/ai"
  *
  * const Search = Tool.make("search", { parameters: { query: Schema.String }, success: Schema.String })
  * const Tools = Toolkit.make(Search)

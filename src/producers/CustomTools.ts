@@ -10,7 +10,7 @@
  *
  * @example
  * ```ts
- * import { CustomTools } from "effect-resolve"
+ * import { CustomTools } from "effect-resolve/custom"
  *
  * const deploy: CustomTools.CustomTool = {
  *   name: "deploy",
@@ -222,7 +222,8 @@ const validateAction = (action: CustomPendingAction): Option.Option<InvalidPendi
 }
 
 /**
- * Stages a pending action with Promise callbacks (SPEC §5): forwards it into `queueResolveHandler`, with
+ * Stages a pending action with Promise callbacks: forwards it into `queueResolveHandler` (reminded, forced,
+ * resolved exactly once, kept pending when apply fails), with
  * `sourceToolName` defaulting to `"custom_tool"`.
  *
  * @since 0.1.0

@@ -12,7 +12,8 @@
  * ```ts
  * import { NodeContext } from "@effect/platform-node"
  * import { Effect, Layer } from "effect"
- * import { FileEditPreview, ResolveRuntime, ResolveTool } from "effect-resolve"
+ * import { ResolveRuntime } from "effect-resolve"
+ * import { FileEditPreview } from "effect-resolve/edit"
  *
  * const layer = Layer.mergeAll(
  *   ResolveRuntime.layer,

@@ -1,15 +1,18 @@
 /**
- * Plan approval, the standing-handler producer. Entering plan mode installs a standing `resolve` handler (with
- * `StandingResolveHandler.install`) in the mode's own scope. `resolve apply` reads the plan file, derives a safe title
- * slug, and asks the host's approval callback (a UI, a policy, or `autoApprove`): approved closes the mode's scope,
- * which uninstalls the handler and completes `mode.left`; refused keeps the mode. A queued preview in flight always
- * takes precedence over the plan handler (SPEC §4).
+ * Plan approval, the standing-handler producer. Entering plan mode stages a plan-approval action (the durable kind
+ * `kind`, standing: it neither forces `resolve` nor gates other tools) and installs a standing `resolve` handler for
+ * it (with `StandingResolveHandler.install`) in the mode's own scope. `resolve apply` reads the plan file, derives a
+ * safe title slug, and asks the host's approval callback (a UI, a policy, or `autoApprove`): approved, the action is
+ * applied and the mode's scope closes, which uninstalls the handler and completes `mode.left`; refused, a
+ * `ToolError` carries the feedback, the action stays pending and the mode stays. A pending preview always takes
+ * precedence over the plan handler.
  *
  * @example
  * ```ts
  * import { NodeContext } from "@effect/platform-node"
  * import { Effect, Layer } from "effect"
- * import { PlanApproval, ResolveRuntime } from "effect-resolve"
+ * import { ResolveRuntime } from "effect-resolve"
+ * import { PlanApproval } from "effect-resolve/plan"
  *
  * const program = Effect.scoped(Effect.gen(function*() {
  *   const mode = yield* PlanApproval.enter({ planFilePath: "/work/PLAN.md", approve: PlanApproval.autoApprove })

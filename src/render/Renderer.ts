@@ -1,5 +1,5 @@
 /**
- * Terminal rendering of `resolve` calls (SPEC §7): one inline block merging the call and its result, with the status
+ * Terminal rendering of `resolve` calls: one inline block merging the call and its result, with the status
  * (`Accept`, `Discard` or `Failed`), the label split into a summary and a `[source]` badge, the reason, and the
  * result's first line or the error. Failures keep the label and the reason. Lines never exceed `width` terminal
  * columns (measured with `string-width`, so wide CJK and emoji characters count as 2): the header is shortened with
@@ -10,7 +10,8 @@
  * @example
  * ```ts
  * import { Exit } from "effect"
- * import { Renderer, ToolResult } from "effect-resolve"
+ * import { ToolResult } from "effect-resolve"
+ * import { Renderer } from "effect-resolve/render"
  *
  * const lines = Renderer.renderResolve(
  *   { action: "apply", reason: "The diff matches the request." },
