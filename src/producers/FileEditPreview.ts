@@ -962,10 +962,12 @@ const applyEdit = (
  *   written now (all or none) and the action is `applied`;
  * - anything else (some new, some changed by someone else), or a path that now leads elsewhere: `conflict`, for a
  *   person to look at.
+ *
+ * It fails (and the action stays `resolving` until the next start) when the files cannot be locked or read now.
  */
 const recoverEdit = (
   payload: EditPayload
-): Effect.Effect<ActionKind.Recovery, never, FileSystem.FileSystem | Workspace> =>
+): Effect.Effect<ActionKind.Recovery, unknown, FileSystem.FileSystem | Workspace> =>
   Effect.scoped(Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
     const workspace = yield* Workspace

@@ -268,13 +268,19 @@ const describeHolder = (seen: Seen): string => {
     `process ${holder.pid} on ${holder.host} since ${holder.since}`
 }
 
+/** How long a lock file may stay without its line before it counts as left by a writer that died. */
+const unreadableGraceMs = 2_000
+
 /** Why the lock file `seen` is abandoned, or `undefined` while its holder may still be at work. */
 const staleReason = (seen: Seen, staleAfterMs: number): string | undefined => {
   const age = Date.now() - seen.mtimeMs
   if (age > staleAfterMs) return `not refreshed for ${Math.round(age)} ms`
   const holder = parseHolder(seen.content)
-  // Being written (or foreign): only age can make it stale.
-  if (holder === undefined || holder.host !== OS.hostname()) return undefined
+  // Being written: a writer writes its line right after creating the file, so a lock file still without one after
+  // a moment was left by a writer that died in between (SIGKILL; found by the crash test).
+  if (holder === undefined) return age > unreadableGraceMs ? `left unwritten for ${Math.round(age)} ms` : undefined
+  // Another host's: only age can make it stale.
+  if (holder.host !== OS.hostname()) return undefined
   if (holder.pid === process.pid) {
     return processLocks.held.has(holder.token) ? undefined : "left by this process"
   }

@@ -57,7 +57,9 @@ export type Recovery = "applied" | "pending" | "conflict"
  * - `apply` may fail with anything, as a closure's `apply` (see `PendingAction.PendingActionSpec`); wrap its
  *   irreversible part in `PendingAction.commit`.
  * - `reject` returns `Option.none()` for the default `Discarded: <label>. Reason: <reason>`.
- * - `recover` runs for an action a dead process left `resolving`; without it such an action becomes `conflict`.
+ * - `recover` runs for an action a dead process left `resolving`; without it such an action becomes `conflict`. A
+ *   `recover` that fails (it cannot tell now: a file still locked) leaves the action `resolving`, and the next start
+ *   tries again.
  * - `standing`: the action neither forces `resolve` nor gates other tools, and `resolve` without an id does not
  *   pick it (plan approval: the model writes the plan first, then resolves).
  *
@@ -71,7 +73,7 @@ export interface ActionKind<P, I, E, R> {
   readonly reject?: (payload: P, call: Call) => Effect.Effect<Option.Option<ToolResult>, ToolError, R>
   readonly recover?: (payload: P, record: { readonly id: string; readonly attempts: number }) => Effect.Effect<
     Recovery,
-    never,
+    unknown,
     R
   >
   readonly standing?: boolean

@@ -63,7 +63,7 @@ import type { ResolveError, ResolveParams } from "../domain/ResolveParams.js"
 import { resolveReminder } from "../domain/SteeringMessage.js"
 import { forceTool } from "../domain/ToolChoice.js"
 import * as ToolResult from "../domain/ToolResult.js"
-import { capText, messageOf } from "../internal/render.js"
+import { capText, messageOf, safely } from "../internal/render.js"
 import * as ActionKind from "./ActionKind.js"
 import * as Invocation from "./internal/invocation.js"
 import { directiveLabel, type PendingActionHandle, type PendingActionSpec } from "./PendingAction.js"
@@ -652,7 +652,8 @@ export const make = (
           const status: PendingStatus = marker.committed ? done : dropped ? "cleared" : "pending"
           const failed = Invocation.failedWith(entry, invocation, cause)
           const interrupted = Cause.isInterruptedOnly(cause)
-          const outcome = interrupted ? undefined : messageOf(Cause.squash(cause))
+          // Whatever the failure holds, rendering it never throws (`messageOf`, a guarded `Cause.squash`).
+          const outcome = interrupted ? undefined : messageOf(safely(() => Cause.squash(cause), undefined))
           finish(entry, status, outcome)
           const recorded = store === undefined ? Effect.void : status === "cleared" ?
             Effect.zipRight(settleStore(entry, "pending", outcome), write(entry.id, ["pending"], "cleared")) :
@@ -807,19 +808,27 @@ export const make = (
 
     // What became of an action a dead owner left `resolving`: its kind's `recover`, or `conflict` when nothing can
     // tell (a closure, a kind without `recover`, a payload that no longer decodes).
-    const recover = (record: PendingRecord): Effect.Effect<ActionKind.Recovery> => {
+    // `none`: the kind could not tell now (its `recover` failed: a file still locked, a disk error); the record stays
+    // `resolving` under the dead owner, and the next start tries again.
+    const recover = (record: PendingRecord): Effect.Effect<Option.Option<ActionKind.Recovery>> => {
       const kind = kinds.get(record.kind)
-      if (kind === undefined || kind.recover === undefined) return Effect.succeed("conflict")
+      if (kind === undefined || kind.recover === undefined) return Effect.succeed(Option.some("conflict"))
       const decoded = Schema.decodeUnknownOption(kind.payload)(record.payload)
-      if (Option.isNone(decoded)) return Effect.succeed("conflict")
-      return Effect.catchAllCause(
+      if (Option.isNone(decoded)) return Effect.succeed(Option.some("conflict"))
+      return Effect.matchCauseEffect(
         Effect.provide(kind.recover(decoded.value, { id: record.id, attempts: record.attempts }), kindContext),
-        (cause) =>
-          Effect.as(
-            Effect.logError(`effect-resolve: recovering ${record.id} failed; it is left in conflict`, cause),
-            "conflict"
-          )
-      ) as Effect.Effect<ActionKind.Recovery>
+        {
+          onSuccess: (verdict) => Effect.succeed(Option.some(verdict as ActionKind.Recovery)),
+          onFailure: (cause) =>
+            Effect.as(
+              Effect.logWarning(
+                `effect-resolve: recovering ${record.id} failed; it stays resolving and is tried again at the next start`,
+                cause
+              ),
+              Option.none()
+            )
+        }
+      )
     }
 
     const reconcile = (
@@ -831,10 +840,11 @@ export const make = (
           const gone = record.owner !== null && (ownerIsGone(record.owner) || (record.leaseUntil ?? 0) <= now())
           if (!gone) return record
           const verdict = yield* recover(record)
+          if (Option.isNone(verdict)) return record
           yield* store.transition({
             id: record.id,
             from: ["resolving"],
-            to: verdict,
+            to: verdict.value,
             owner: Option.some(record.owner!),
             now: now()
           })

@@ -275,5 +275,14 @@ describe("edit locks across sessions of one process", () => {
         assert.isTrue(Exit.isSuccess(old.exit), messageOf(old.exit))
         assert.strictEqual(yield* read(old.file), "value = new\n")
       })))
+
+    it.live("empty for a few seconds (its writer was killed between creating and writing it): taken over at once", () =>
+      Effect.scoped(Effect.gen(function*() {
+        // Far younger than lockStaleAfter (30 s), and the wait (2 s) is shorter than that too: only the missing line
+        // tells that the writer died.
+        const { exit, file } = yield* withLock("", { ageMs: 5_000, lockTimeout: 2_000 })
+        assert.isTrue(Exit.isSuccess(exit), messageOf(exit))
+        assert.strictEqual(yield* read(file), "value = new\n")
+      })))
   })
 })

@@ -225,6 +225,39 @@ for (const subject of reopenable) {
           yield* Scope.close(scope, Exit.void)
         }))
 
+      it.live("a recover that fails (it cannot tell now) leaves the action resolving; the next start decides", () =>
+        Effect.gen(function*() {
+          const store = yield* subject.make()
+          const notes = yield* Ref.make<ReadonlyArray<string>>([])
+          const first = yield* open(store, "s5", notes)
+          const note = yield* first.run(
+            stageKind(Note, { text: "locked" }, { label: "Note: locked", sourceToolName: "note" })
+          )
+          const dead = `${hostname()}:${deadPid()}:gone`
+          yield* first.run(
+            Effect.flatMap(
+              PendingStore,
+              (s) => s.claim({ id: note.id, owner: dead, leaseUntil: Date.now() + 3_600_000, now: Date.now() })
+            )
+          )
+          yield* first.close
+          const reopen = (recover: () => Effect.Effect<ActionKind.Recovery, string>) =>
+            Effect.gen(function*() {
+              const scope = yield* Scope.make()
+              const context = yield* Layer.buildWithScope(
+                ResolveRuntime.durable({ session: "s5", store, kinds: [ActionKind.make({ ...Note, recover })] }).pipe(
+                  Layer.provide(Layer.succeed(Notes, notes))
+                ),
+                scope
+              )
+              const statuses = yield* Effect.flatMap(PendingActions, (p) => p.list).pipe(Effect.provide(context))
+              yield* Scope.close(scope, Exit.void)
+              return statuses.map((info) => info.status)
+            })
+          deepStrictEqual(yield* reopen(() => Effect.fail("the file is still locked")), ["resolving"])
+          deepStrictEqual(yield* reopen(() => Effect.succeed("pending")), ["pending"])
+        }))
+
       it.live("a claim held by a live process is left alone", () =>
         Effect.gen(function*() {
           const store = yield* subject.make()
