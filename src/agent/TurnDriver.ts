@@ -828,6 +828,14 @@ export const make = (
         const turn = (newPrompt: Prompt.Prompt) =>
           Effect.uninterruptibleMask((restore) =>
             Effect.gen(function*() {
+              // A durable session reads its actions again first (one round trip): another process (an approval
+              // inbox, a second worker) may have resolved one, and the queue must not force resolve for it.
+              if (pending.durable) {
+                yield* Effect.catchAllCause(
+                  pending.refresh,
+                  (cause) => Effect.logWarning("effect-resolve: could not read the pending set again", cause)
+                )
+              }
               const index = yield* Ref.updateAndGet(turnCount, (n) => n + 1)
               const served = yield* queue.nextToolChoice
               const info = yield* queue.inFlight

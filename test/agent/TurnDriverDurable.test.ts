@@ -18,6 +18,7 @@ import {
   PendingStoreError,
   ResolveConfig,
   ResolveRuntime,
+  ResolveTool,
   stageKind,
   ToolResult
 } from "../../src/index.js"
@@ -167,5 +168,34 @@ describe("a durable agent session", () => {
       deepStrictEqual(next!.toolChoice, { tool: "resolve" })
       deepStrictEqual(yield* Ref.get(disk), { "a.ts": "hello" })
       yield* second.close
+    }))
+})
+
+describe("a durable agent session shared with another process", () => {
+  it.live("an action resolved elsewhere (an approval inbox) is not forced again", () =>
+    Effect.gen(function*() {
+      const store = Layer.succeed(PendingStore, makeMemory())
+      const disk = yield* Ref.make<Record<string, string>>({})
+      const agent = yield* openSession(store, disk, [stageTurn, "Waiting for the approval."])
+      yield* agent.run(drive("Say hello in a.ts", 1))
+      const [staged] = yield* agent.run(Effect.flatMap(PendingActions, (p) => p.list))
+
+      // Elsewhere, on the same store and session: a person approves it.
+      const inbox = yield* openSession(store, disk, [])
+      yield* inbox.run(
+        ResolveTool.execute({ action: "apply", reason: "Approved by Ana.", extra: null, id: staged!.id })
+      )
+      deepStrictEqual(yield* Ref.get(disk), { "a.ts": "hello" })
+
+      // The agent's next request is not forced: its pending set is read again first.
+      yield* agent.run(drive("Continue."))
+      const requests = yield* agent.run(ScriptedModel.requests)
+      deepStrictEqual(requests.at(-1)!.toolChoice, "auto")
+      deepStrictEqual(
+        (yield* agent.run(Effect.flatMap(PendingActions, (p) => p.list))).map((info) => info.status),
+        ["applied"]
+      )
+      yield* agent.close
+      yield* inbox.close
     }))
 })
