@@ -78,9 +78,7 @@ describe("tool schemas against each provider's rules", () => {
   it("the edit tool (FileEditPreview.tool.parameters): Anthropic and Gemini", () =>
     assertAccepted(FileEditPreview.tool.parameters, ["anthropic", "gemini"]))
 
-  // Another change (the edit tool made strict, in FileEditPreview.ts) makes this pass; until it is merged, its
-  // optional `replaceAll` is not listed in `required`, which OpenAI's strict mode rejects.
-  it.fails("the edit tool (FileEditPreview.tool.parameters): OpenAI strict", () =>
+  it("the edit tool (FileEditPreview.tool.parameters): OpenAI strict", () =>
     assertAccepted(FileEditPreview.tool.parameters, ["openai"]))
 
   const customTools: ReadonlyArray<CustomTools.CustomTool> = [
