@@ -44,6 +44,16 @@ const base = Layer.mergeAll(ToolChoiceQueue.layer, SteeringBus.layer, StandingRe
 export const layer: Layer.Layer<Services> = Layer.provideMerge(PendingActions.layer(), base)
 
 /**
+ * `layer` with options: `retainSettled`, how many settled actions the session keeps for `PendingActions.list` and
+ * `get` besides those not yet settled (default 100; a long session's memory stays flat).
+ *
+ * @since 0.2.0
+ * @category layers
+ */
+export const layerWith = (options: { readonly retainSettled?: number }): Layer.Layer<Services> =>
+  Layer.provideMerge(PendingActions.layer(options), base)
+
+/**
  * A session whose pending set lives in the `PendingStore` the layer is given (`SqliteStore.layer`,
  * `PostgresStore.layer`, or `PendingStore.layerMemory` to share one between sessions of a process). Building it
  * opens `session`: its pending actions come back (those of the registered `kinds` run again; closures are

@@ -58,7 +58,7 @@ import {
   type PendingSummary,
   UnknownPendingAction
 } from "../domain/Errors.js"
-import type { PendingRecord, PendingStatus } from "../domain/PendingRecord.js"
+import { isTerminal, type PendingRecord, type PendingStatus } from "../domain/PendingRecord.js"
 import type { ResolveError, ResolveParams } from "../domain/ResolveParams.js"
 import { resolveReminder } from "../domain/SteeringMessage.js"
 import { forceTool } from "../domain/ToolChoice.js"
@@ -205,9 +205,12 @@ export class PendingActions extends Context.Tag("effect-resolve/PendingActions")
    * @category layers
    */
   static readonly layer = (
-    options: { readonly session?: string } = {}
+    options: { readonly session?: string; readonly retainSettled?: number } = {}
   ): Layer.Layer<PendingActions, never, ToolChoiceQueue | SteeringBus> =>
-    Layer.scoped(PendingActions, Effect.orDie(Effect.suspend(() => make({ session: options.session }))))
+    Layer.scoped(
+      PendingActions,
+      Effect.orDie(Effect.suspend(() => make({ session: options.session, retainSettled: options.retainSettled })))
+    )
 
   /**
    * A durable pending set: every action is a record of the `PendingStore` (SQLite, Postgres), claimed with a
@@ -234,7 +237,8 @@ export class PendingActions extends Context.Tag("effect-resolve/PendingActions")
           store,
           kinds: options.kinds ?? [],
           kindContext: kindContext as Context.Context<never>,
-          lease: options.lease
+          lease: options.lease,
+          retainSettled: options.retainSettled
         })
       })
     )
@@ -256,6 +260,8 @@ export interface DurableOptions<Kinds extends ReadonlyArray<ActionKind.Any>> {
    * claim whose process is gone is recovered at once.
    */
   readonly lease?: Duration.DurationInput
+  /** How many settled actions the session keeps in memory besides the store (default 100; see `make`). */
+  readonly retainSettled?: number
 }
 
 /**
@@ -271,6 +277,12 @@ export interface MakeOptions {
   /** What the kinds need, for actions restored after a restart. */
   readonly kindContext?: Context.Context<never> | undefined
   readonly lease?: Duration.DurationInput | undefined
+  /**
+   * How many settled actions (applied, discarded, cleared, expired) the session keeps for `list` and `get`, the most
+   * recent ones (default 100). Actions not yet settled are always kept; so a long session's memory stays flat. In
+   * memory, an older settled action is gone (its id is then unknown); a durable session reads it from the store.
+   */
+  readonly retainSettled?: number | undefined
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -303,6 +315,8 @@ interface Entry {
   dropped: boolean
   /** What runs it; `undefined` for an action restored without its callbacks. */
   runner: Runner | undefined
+  /** Settled and counted among the settled actions the session keeps (see `retainSettled`). */
+  retired: boolean
 }
 
 const infoOf = (entry: Entry): PendingActionInfo => ({
@@ -316,6 +330,19 @@ const infoOf = (entry: Entry): PendingActionInfo => ({
   createdAt: entry.createdAt,
   expiresAt: Option.fromNullable(entry.expiresAt),
   outcome: Option.fromNullable(typeof entry.outcome === "function" ? entry.outcome() : entry.outcome)
+})
+
+const recordInfo = (record: PendingRecord): PendingActionInfo => ({
+  id: record.id,
+  label: record.label,
+  sourceToolName: record.sourceToolName,
+  kind: record.kind,
+  preview: record.preview,
+  status: record.status,
+  attempts: record.attempts,
+  createdAt: record.createdAt,
+  expiresAt: Option.fromNullable(record.expiresAt),
+  outcome: Option.fromNullable(record.outcome)
 })
 
 const recordOf = (entry: Entry, session: string, payload: unknown): PendingRecord => ({
@@ -362,6 +389,11 @@ const ownerIsGone = (owner: string): boolean => {
 
 const defaultLease = Duration.minutes(10)
 
+const defaultRetainSettled = 100
+
+/** Below this many entries the forcing stack is never compacted. */
+const minCompactAt = 64
+
 // Store writes after the world changed (a settle) are retried: a lost one leaves the record `resolving` until
 // recovery reconciles it.
 const storeRetry = Schedule.intersect(Schedule.exponential(Duration.millis(20)), Schedule.recurs(4))
@@ -394,16 +426,44 @@ export const make = (
     const hub = yield* Effect.acquireRelease(PubSub.unbounded<PendingActionInfo>(), PubSub.shutdown)
     let listeners = 0
 
+    const retainSettled = options.retainSettled ?? defaultRetainSettled
+    if (!Number.isSafeInteger(retainSettled) || retainSettled < 0) {
+      return yield* Effect.dieMessage(
+        `effect-resolve: retainSettled must be a whole number of actions, 0 or more (got ${String(retainSettled)})`
+      )
+    }
+
+    /** The actions kept, in staging order: every one not yet settled, and the `retainSettled` last settled. */
     const entries = new Map<string, Entry>()
-    /** Forcing (non-standing) entries in staging order; the top is the most recent. Popped lazily. */
-    const stack: Array<Entry> = []
+    /** Forcing (non-standing) entries in staging order; the top is the most recent. Popped lazily, compacted. */
+    let stack: Array<Entry> = []
+    /** When the stack reaches this length, its settled entries are taken out (amortised: twice what is left). */
+    let compactAt = minCompactAt
+    /** The settled entries kept, oldest first, from `settledHead` on. */
+    let settled: Array<Entry | undefined> = []
+    let settledHead = 0
     let lastSettled: Entry | undefined
     let count = 0
     let stagedTotal = 0
 
     const now = () => clock.unsafeCurrentTimeMillis()
+    // Every status change ends here: a settled action joins the kept ones, and the oldest kept beyond
+    // `retainSettled` is forgotten (nothing grows with the number of actions a session has settled).
     const publish = (entry: Entry) => {
       if (listeners > 0) hub.unsafeOffer(infoOf(entry))
+      if (!entry.retired && isTerminal(entry.status)) retire(entry)
+    }
+    const retire = (entry: Entry) => {
+      entry.retired = true
+      settled.push(entry)
+      if (settled.length - settledHead <= retainSettled) return
+      const oldest = settled[settledHead]!
+      settled[settledHead++] = undefined
+      if (entries.get(oldest.id) === oldest) entries.delete(oldest.id)
+      if (settledHead >= minCompactAt && settledHead * 2 >= settled.length) {
+        settled = settled.slice(settledHead)
+        settledHead = 0
+      }
     }
     const isDue = (entry: Entry) => entry.expiresAt !== undefined && now() >= entry.expiresAt
     // Durable writes owed by synchronous blocks (an expiry noticed while looking for the most recent action).
@@ -477,9 +537,18 @@ export const make = (
         onRejected: (reason) => onRejected(entry, reason)
       })
 
+    // The stack keeps what may still force: settled entries below a pending one are taken out now and then.
+    const pushForcing = (entry: Entry) => {
+      if (stack.length >= compactAt) {
+        stack = stack.filter((kept) => !isTerminal(kept.status))
+        compactAt = Math.max(minCompactAt, 2 * stack.length)
+      }
+      stack.push(entry)
+    }
+
     const register = (entry: Entry) => {
       entries.set(entry.id, entry)
-      if (!entry.standing) stack.push(entry)
+      if (!entry.standing) pushForcing(entry)
       stagedTotal++
       publish(entry)
     }
@@ -512,7 +581,8 @@ export const make = (
         attempts: 0,
         outcome: undefined,
         dropped: false,
-        runner: undefined
+        runner: undefined,
+        retired: false
       }
     }
 
@@ -795,14 +865,21 @@ export const make = (
         attempts: record.attempts,
         outcome: record.outcome ?? undefined,
         dropped: false,
-        runner: undefined
+        runner: undefined,
+        retired: false
+      }
+      if (isTerminal(entry.status)) {
+        // Settled (read by id from the store): kept among the settled ones, never forcing.
+        entries.set(entry.id, entry)
+        retire(entry)
+        return entry
       }
       if (kind !== undefined) {
         const decoded = Schema.decodeUnknownOption(kind.payload)(record.payload)
         if (Option.isSome(decoded)) entry.runner = kindRunner(kind, decoded.value, entry, kindContext)
       }
       entries.set(entry.id, entry)
-      if (!entry.standing) stack.push(entry)
+      if (!entry.standing) pushForcing(entry)
       return entry
     }
 
@@ -868,26 +945,49 @@ export const make = (
       }
     }
 
+    // The mirror takes the store's view of one record: a claim of this process is the mirror's own; a record it
+    // does not hold is taken in unless it is settled (settled elsewhere, or forgotten here: the store has it).
+    const mirror = (record: PendingRecord): Entry | undefined => {
+      const entry = entries.get(record.id)
+      if (entry === undefined) return isTerminal(record.status) ? undefined : restoreEntry(record)
+      if (entry.status !== "resolving") adopt(entry, record)
+      return entry
+    }
+
     const refresh: Effect.Effect<void, PendingStoreError> = store === undefined ?
       Effect.void :
       Effect.flatMap(store.list(session), (records) =>
         Effect.sync(() => {
-          for (const record of records) {
-            const entry = entries.get(record.id)
-            if (entry === undefined) restoreEntry(record)
-            // A claim of this process is the mirror's own; anything else is the store's view.
-            else if (entry.status !== "resolving") adopt(entry, record)
-          }
+          for (const record of records) mirror(record)
         }))
 
-    const list: Effect.Effect<ReadonlyArray<PendingActionInfo>, PendingStoreError> = Effect.zipRight(
-      refresh,
-      Effect.sync(() => {
-        const all = [...entries.values()].reverse()
-        for (const entry of all) if (entry.status === "pending" && isDue(entry)) expire(entry)
-        return all.map(infoOf)
-      })
-    ).pipe(Effect.tap(() => payOwed))
+    const expireDue = (entry: Entry) => {
+      if (entry.status === "pending" && isDue(entry)) expire(entry)
+    }
+
+    const infoNow = (entry: Entry): PendingActionInfo => {
+      expireDue(entry)
+      return infoOf(entry)
+    }
+
+    // In memory: the kept actions. Durable: every record of the session, the store's view (the mirror's for what it
+    // holds, which is the same once refreshed).
+    const list: Effect.Effect<ReadonlyArray<PendingActionInfo>, PendingStoreError> = (store === undefined ?
+      Effect.sync(() => [...entries.values()].reverse().map(infoNow)) :
+      Effect.map(store.list(session), (records) =>
+        records.map((record) => {
+          const entry = mirror(record)
+          return entry === undefined ? recordInfo(record) : infoNow(entry)
+        }))).pipe(Effect.tap(() => payOwed))
+
+    const get = (id: string): Effect.Effect<Option.Option<PendingActionInfo>, PendingStoreError> =>
+      (store === undefined ?
+        Effect.sync(() => Option.map(Option.fromNullable(entries.get(id)), infoNow)) :
+        Effect.map(store.get(id), (record): Option.Option<PendingActionInfo> => {
+          if (Option.isNone(record) || record.value.session !== session) return Option.none()
+          const entry = mirror(record.value)
+          return Option.some(entry === undefined ? recordInfo(record.value) : infoNow(entry))
+        })).pipe(Effect.tap(() => payOwed))
 
     // Info objects are built only while someone listens (staging is every preview's hot path).
     const subscribe: Effect.Effect<Stream.Stream<PendingActionInfo>, never, Scope.Scope> = Effect.map(
@@ -925,7 +1025,7 @@ export const make = (
       hasPending: Effect.sync(() => mostRecent() !== undefined),
       staged: Effect.sync(() => stagedTotal),
       list,
-      get: (id) => Effect.map(list, (all) => Option.fromNullable(all.find((info) => info.id === id))),
+      get,
       changes: Stream.unwrapScoped(subscribe),
       subscribe,
       clear,

@@ -113,16 +113,20 @@ const check = (store: Layer.Layer<any, unknown>, workspace: string, staged: Read
 
 const crashRun = (
   name: string,
-  target: () => Promise<{ readonly args: ReadonlyArray<string>; readonly store: Layer.Layer<any, unknown> }>
+  target: () => Promise<{
+    readonly args: ReadonlyArray<string>
+    readonly store: Layer.Layer<any, unknown>
+    readonly cleanup: () => void
+  }>
 ) =>
   it.live(
     `${name}: ${kills} SIGKILLs at random moments; after each restart nothing is lost or applied twice`,
     () =>
       Effect.gen(function*() {
         const workspace = fs.mkdtempSync(path.join(os.tmpdir(), "effect-resolve-crash-"))
+        const { args, cleanup, store } = yield* Effect.promise(target)
         try {
           for (const file of files) fs.writeFileSync(path.join(workspace, file), `# ${file}\nmarkers:\n`)
-          const { args, store } = yield* Effect.promise(target)
           const staged = new Map<string, Staged>()
           let applied = 0
           for (let k = 0; k < kills; k++) {
@@ -140,6 +144,7 @@ const crashRun = (
           assert.isAbove(applied, 0)
         } finally {
           fs.rmSync(workspace, { recursive: true, force: true })
+          cleanup()
         }
       }),
     LONG ? 3_600_000 : 300_000
@@ -149,13 +154,17 @@ describe("crash test", () => {
   crashRun("SQLite file", async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-resolve-crash-db-"))
     const filename = path.join(dir, "pending.db")
-    return { args: ["sqlite", filename], store: SqliteStore.layer({ filename }) }
+    return {
+      args: ["sqlite", filename],
+      store: SqliteStore.layer({ filename }),
+      cleanup: () => fs.rmSync(dir, { recursive: true, force: true })
+    }
   })
 })
 
 describe.skipIf(pg._tag !== "Available")(postgresSuiteName("crash test (Postgres)", pg), () => {
   crashRun("Postgres", async () => {
     const url = pg._tag === "Available" ? await Effect.runPromise(freshSchema(pg.url)) : ""
-    return { args: ["postgres", url], store: PostgresStore.layer({ url }) }
+    return { args: ["postgres", url], store: PostgresStore.layer({ url }), cleanup: () => {} }
   })
 })

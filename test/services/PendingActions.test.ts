@@ -162,3 +162,60 @@ describe("PendingActions", () => {
       assert.instanceOf(error, UnknownPendingAction)
     }))
 })
+
+describe("PendingActions in a long session", () => {
+  it.effect("keeps every action not yet settled and the last retainSettled settled ones; older ids are unknown", () =>
+    Effect.gen(function*() {
+      const pending = yield* PendingActions
+      const old = yield* stage("old.ts")
+      const settled: Array<string> = []
+      for (let i = 0; i < 50; i++) {
+        const handle = yield* stage(`f${i}.ts`)
+        yield* apply(handle.id)
+        settled.push(handle.id)
+      }
+      const listed = yield* pending.list
+      deepStrictEqual(listed.map((info) => [info.id, info.status]), [
+        [settled[49]!, "applied"],
+        [settled[48]!, "applied"],
+        [settled[47]!, "applied"],
+        [old.id, "pending"]
+      ])
+      deepStrictEqual(yield* pending.get(settled[0]!), Option.none())
+      const forgotten = yield* Effect.flip(apply(settled[0]!))
+      assert.instanceOf(forgotten, UnknownPendingAction)
+      deepStrictEqual((forgotten as UnknownPendingAction).pending, [{ id: old.id, label: "Edit: old.ts" }])
+      // The oldest action, still pending under fifty settled ones, is the one resolve takes.
+      assert.strictEqual(ToolResult.textOf(yield* apply()), "wrote old.ts (Right.)")
+      assert.strictEqual(yield* old.status, "applied")
+    }).pipe(Effect.provide(ResolveRuntime.layerWith({ retainSettled: 3 }))))
+
+  it.effect("resolving older actions under a newer pending one, many times: the most recent pending one is forced", () =>
+    Effect.gen(function*() {
+      const queue = yield* ToolChoiceQueue
+      const pending = yield* PendingActions
+      const handles = [yield* stage("f0.ts")]
+      for (let i = 1; i < 300; i++) {
+        handles.push(yield* stage(`f${i}.ts`))
+        yield* apply(handles[i - 1]!.id)
+      }
+      const last = handles[299]!
+      deepStrictEqual((yield* pending.list).filter((info) => info.status === "pending").map((info) => info.id), [
+        last.id
+      ])
+      assert.isTrue(yield* pending.hasPending)
+      deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
+      yield* queue.nextToolChoice
+      deepStrictEqual(Option.map(yield* queue.inFlight, (info) => info.id), Option.some(last.id))
+      assert.strictEqual(ToolResult.textOf(yield* apply()), "wrote f299.ts (Right.)")
+      assert.isFalse(yield* pending.hasPending)
+      assert.instanceOf(yield* Effect.flip(apply()), NoPendingAction)
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("retainSettled must be a whole number", () =>
+    Effect.gen(function*() {
+      const exit = yield* Effect.exit(Effect.provide(PendingActions, ResolveRuntime.layerWith({ retainSettled: -1 })))
+      assert.isTrue(exit._tag === "Failure")
+      assert.include(String(exit), "retainSettled must be a whole number")
+    }))
+})

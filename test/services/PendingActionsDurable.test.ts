@@ -282,6 +282,42 @@ for (const subject of reopenable) {
           yield* second.close
         }))
 
+      it.live("a session that keeps one settled action in memory still lists every record, and knows old ids", () =>
+        Effect.gen(function*() {
+          const store = yield* subject.make()
+          const notes = yield* Ref.make<ReadonlyArray<string>>([])
+          const scope = yield* Scope.make()
+          const context = yield* Layer.buildWithScope(
+            ResolveRuntime.durable({ session: "s5", store, kinds: [Note], retainSettled: 1 }).pipe(
+              Layer.provide(Layer.succeed(Notes, notes))
+            ),
+            scope
+          )
+          const run = <A, E>(effect: Effect.Effect<A, E, ResolveRuntime.Services | PendingStore | Notes>) =>
+            effect.pipe(Effect.provide(context), Effect.provideService(Notes, notes))
+          const ids: Array<string> = []
+          for (const text of ["one", "two", "three"]) {
+            const note = yield* run(stageKind(Note, { text }, { label: `Note: ${text}`, sourceToolName: "note" }))
+            yield* run(apply(note.id))
+            ids.push(note.id)
+          }
+          const pending = yield* run(PendingActions)
+          deepStrictEqual((yield* pending.list).map((info) => [info.id, info.status]), [
+            [ids[2]!, "applied"],
+            [ids[1]!, "applied"],
+            [ids[0]!, "applied"]
+          ])
+          deepStrictEqual(
+            Option.map(yield* pending.get(ids[0]!), (info) => ({ status: info.status, outcome: info.outcome })),
+            Option.some({ status: "applied" as const, outcome: Option.some("noted one") })
+          )
+          const again = yield* run(Effect.flip(apply(ids[0]!)))
+          assert.instanceOf(again, PendingActionNotPending)
+          assert.strictEqual((again as PendingActionNotPending).status, "applied")
+          deepStrictEqual((yield* Ref.get(notes)).length, 3)
+          yield* Scope.close(scope, Exit.void)
+        }))
+
       it.live("two sessions of one store racing on one action: it is applied once", () =>
         Effect.gen(function*() {
           const store = yield* subject.make()
