@@ -317,6 +317,8 @@ interface Entry {
   runner: Runner | undefined
   /** Settled and counted among the settled actions the session keeps (see `retainSettled`). */
   retired: boolean
+  /** A `resolve` call of this process holds (or is taking) its claim: the mirror's own view, not the store's. */
+  claimed: boolean
 }
 
 const infoOf = (entry: Entry): PendingActionInfo => ({
@@ -582,7 +584,8 @@ export const make = (
         outcome: undefined,
         dropped: false,
         runner: undefined,
-        retired: false
+        retired: false,
+        claimed: false
       }
     }
 
@@ -685,6 +688,7 @@ export const make = (
       )
 
     const finish = (entry: Entry, status: PendingStatus, outcome: Entry["outcome"]) => {
+      entry.claimed = false
       entry.status = status
       entry.outcome = outcome
       entry.dropped = false
@@ -771,6 +775,7 @@ export const make = (
           }
           // Another process won, or the record left `pending` meanwhile: take the store's view, and say why. A
           // record still `pending` refused a claim only because it expired.
+          entry.claimed = false
           entry.status = "pending"
           entry.attempts--
           return Effect.flatMap(Effect.orElseSucceed(store.get(entry.id), () => Option.none()), (record) => {
@@ -800,6 +805,7 @@ export const make = (
             return Effect.zipRight(payOwed, Effect.fail(notPending(entry)))
           }
           entry.status = "resolving"
+          entry.claimed = true
           entry.attempts++
           publish(entry)
           try {
@@ -866,7 +872,8 @@ export const make = (
         outcome: record.outcome ?? undefined,
         dropped: false,
         runner: undefined,
-        retired: false
+        retired: false,
+        claimed: false
       }
       if (isTerminal(entry.status)) {
         // Settled (read by id from the store): kept among the settled ones, never forcing.
@@ -935,7 +942,7 @@ export const make = (
 
     if (store !== undefined) {
       // Oldest first, so that the most recent pending action ends at the head of the queue.
-      const records = [...(yield* store.list(session))].reverse()
+      const records = [...(yield* store.listOpen(session))].reverse()
       for (const stored of records) {
         const record = yield* reconcile(stored, store)
         const entry = restoreEntry(record)
@@ -950,16 +957,32 @@ export const make = (
     const mirror = (record: PendingRecord): Entry | undefined => {
       const entry = entries.get(record.id)
       if (entry === undefined) return isTerminal(record.status) ? undefined : restoreEntry(record)
-      if (entry.status !== "resolving") adopt(entry, record)
+      if (!entry.claimed) adopt(entry, record)
       return entry
     }
 
+    // One read of the records not yet settled (its cost follows their number, not the session's history); an
+    // action the mirror holds open that is no longer among them settled elsewhere, and is read by id.
     const refresh: Effect.Effect<void, PendingStoreError> = store === undefined ?
       Effect.void :
-      Effect.flatMap(store.list(session), (records) =>
-        Effect.sync(() => {
-          for (const record of records) mirror(record)
-        }))
+      Effect.flatMap(store.listOpen(session), (records) => {
+        const open = new Set<string>()
+        for (const record of records) {
+          open.add(record.id)
+          mirror(record)
+        }
+        const settledElsewhere: Array<string> = []
+        for (const entry of entries.values()) {
+          if (!isTerminal(entry.status) && !entry.claimed && !open.has(entry.id)) {
+            settledElsewhere.push(entry.id)
+          }
+        }
+        return Effect.forEach(
+          settledElsewhere,
+          (id) => Effect.map(store.get(id), Option.map(mirror)),
+          { discard: true }
+        )
+      })
 
     const expireDue = (entry: Entry) => {
       if (entry.status === "pending" && isDue(entry)) expire(entry)

@@ -31,7 +31,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import { PendingStoreError } from "../domain/Errors.js"
-import type { PendingEvent, PendingRecord, PendingStatus } from "../domain/PendingRecord.js"
+import { isTerminal, type PendingEvent, type PendingRecord, type PendingStatus } from "../domain/PendingRecord.js"
 import {
   checkClaim,
   checkRecord,
@@ -127,6 +127,11 @@ export declare namespace PendingStore {
     /** A session's records (every status), most recent first: `createdAt` descending, then insertion order. */
     readonly list: (session: string) => Effect.Effect<ReadonlyArray<PendingRecord>, PendingStoreError>
     /**
+     * A session's records not yet settled (`pending`, `resolving`, `orphaned`, `conflict`), in `list`'s order. Its
+     * cost follows how many there are, not the session's history (a durable session reads it before every turn).
+     */
+    readonly listOpen: (session: string) => Effect.Effect<ReadonlyArray<PendingRecord>, PendingStoreError>
+    /**
      * The one conditional update that makes resolving exactly-once: `pending → resolving`, `attempts + 1`, owner
      * and lease recorded, only if the record is `pending` and not expired at `now`. `none` when another caller won
      * (or it is not pending, expired, or unknown): the caller then reads the record to say why.
@@ -204,6 +209,8 @@ export const makeMemory = (): PendingStore.Service => {
   const records = new Map<string, PendingRecord>()
   const seqs = new Map<string, number>()
   const bySession = new Map<string, Array<string>>()
+  /** Per session, the ids of its records not yet settled, in insertion order. */
+  const openBySession = new Map<string, Set<string>>()
   const resolving = new Set<string>()
   const journal = new Map<string, Array<PendingEvent>>()
   const sessions = new Map<string, string>()
@@ -232,6 +239,7 @@ export const makeMemory = (): PendingStore.Service => {
     records.set(after.id, after)
     if (after.status === "resolving") resolving.add(after.id)
     else resolving.delete(after.id)
+    if (isTerminal(after.status)) openBySession.get(after.session)?.delete(after.id)
     event(after.id, after.updatedAt, before.status, after.status, eventOwner, after.attempts)
     return after
   }
@@ -267,6 +275,11 @@ export const makeMemory = (): PendingStore.Service => {
       const ids = bySession.get(stored.session)
       if (ids === undefined) bySession.set(stored.session, [stored.id])
       else ids.push(stored.id)
+      if (!isTerminal(stored.status)) {
+        const open = openBySession.get(stored.session)
+        if (open === undefined) openBySession.set(stored.session, new Set([stored.id]))
+        else open.add(stored.id)
+      }
       event(stored.id, stored.updatedAt, null, stored.status, null, stored.attempts)
       return Effect.void
     })
@@ -328,18 +341,15 @@ export const makeMemory = (): PendingStore.Service => {
       return found.sort((a, b) => a.leaseUntil! - b.leaseUntil! || seqs.get(a.id)! - seqs.get(b.id)!)
     })
 
+  // Newest insertion first; a stable sort by createdAt keeps that order among equal times.
+  const newestFirst = (ids: Iterable<string>): Array<PendingRecord> =>
+    Array.from(ids, (id) => records.get(id)!).reverse().sort((a, b) => b.createdAt - a.createdAt)
+
   return PendingStore.of({
     insert,
     get: (id) => Effect.sync(() => Option.fromNullable(records.get(id))),
-    list: (session) =>
-      Effect.sync(() => {
-        const ids = bySession.get(session)
-        if (ids === undefined) return []
-        const out: Array<PendingRecord> = new Array(ids.length)
-        for (let i = 0; i < ids.length; i++) out[i] = records.get(ids[ids.length - 1 - i]!)!
-        // Newest insertion first; a stable sort by createdAt keeps that order among equal times.
-        return out.sort((a, b) => b.createdAt - a.createdAt)
-      }),
+    list: (session) => Effect.sync(() => newestFirst(bySession.get(session) ?? [])),
+    listOpen: (session) => Effect.sync(() => newestFirst(openBySession.get(session) ?? [])),
     claim,
     settle,
     transition,

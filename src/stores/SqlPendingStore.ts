@@ -55,6 +55,9 @@ export const migrationsTable = "effect_resolve_migrations"
 const statusCheck = "status IN ('pending', 'resolving', 'applied', 'discarded', 'cleared', 'expired', " +
   "'orphaned', 'conflict')"
 
+/** The records not yet settled: what `listOpen` reads, through a partial index, so its cost follows their number. */
+const openStatuses = "status IN ('pending', 'resolving', 'orphaned', 'conflict')"
+
 const sqliteSchema: ReadonlyArray<string> = [
   `CREATE TABLE effect_resolve_pending (
   seq INTEGER PRIMARY KEY,
@@ -75,6 +78,7 @@ const sqliteSchema: ReadonlyArray<string> = [
   outcome TEXT
 )`,
   "CREATE INDEX effect_resolve_pending_by_session ON effect_resolve_pending (session, created_at, seq)",
+  `CREATE INDEX effect_resolve_pending_open ON effect_resolve_pending (session, created_at, seq) WHERE ${openStatuses}`,
   "CREATE INDEX effect_resolve_pending_by_lease ON effect_resolve_pending (lease_until) WHERE status = 'resolving'",
   `CREATE TABLE effect_resolve_events (
   seq INTEGER PRIMARY KEY,
@@ -123,6 +127,7 @@ const pgSchema: ReadonlyArray<string> = [
   outcome text
 )`,
   "CREATE INDEX effect_resolve_pending_by_session ON effect_resolve_pending (session, created_at, seq)",
+  `CREATE INDEX effect_resolve_pending_open ON effect_resolve_pending (session, created_at, seq) WHERE ${openStatuses}`,
   "CREATE INDEX effect_resolve_pending_by_lease ON effect_resolve_pending (lease_until) WHERE status = 'resolving'",
   `CREATE TABLE effect_resolve_events (
   seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -450,6 +455,11 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
         const statement = sql<RecordRow>`SELECT ${columns} FROM effect_resolve_pending
           WHERE session = ${session} ORDER BY created_at DESC, seq DESC`
         return read("list", statement.withoutTransform, toRecord)
+      },
+      listOpen: (session) => {
+        const statement = sql<RecordRow>`SELECT ${columns} FROM effect_resolve_pending
+          WHERE session = ${session} AND ${sql.literal(openStatuses)} ORDER BY created_at DESC, seq DESC`
+        return read("listOpen", statement.withoutTransform, toRecord)
       },
       claim,
       settle,

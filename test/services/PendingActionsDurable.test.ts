@@ -5,7 +5,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
-import { Context, Effect, Exit, Layer, Option, Ref, Schema, Scope } from "effect"
+import { Context, Deferred, Effect, Exit, Fiber, Layer, Option, Ref, Schema, Scope } from "effect"
 import { spawnSync } from "node:child_process"
 import { hostname } from "node:os"
 import * as path from "node:path"
@@ -316,6 +316,56 @@ for (const subject of reopenable) {
           assert.strictEqual((again as PendingActionNotPending).status, "applied")
           deepStrictEqual((yield* Ref.get(notes)).length, 3)
           yield* Scope.close(scope, Exit.void)
+        }))
+
+      it.live("what another process resolves is seen here after a refresh: resolving there, then applied", () =>
+        Effect.gen(function*() {
+          const store = yield* subject.make()
+          const notes = yield* Ref.make<ReadonlyArray<string>>([])
+          const gate = yield* Deferred.make<void>()
+          const Slow = ActionKind.make({
+            name: "slow",
+            payload: Schema.Struct({ text: Schema.String }),
+            apply: ({ text }) => Effect.as(Deferred.await(gate), ToolResult.text(`slow ${text}`))
+          })
+          const openWithSlow = Effect.fn(function*() {
+            const scope = yield* Scope.make()
+            const context = yield* Layer.buildWithScope(
+              ResolveRuntime.durable({ session: "s6", store, kinds: [Note, Slow] }).pipe(
+                Layer.provide(Layer.succeed(Notes, notes))
+              ),
+              scope
+            )
+            return {
+              run: <A, E>(effect: Effect.Effect<A, E, ResolveRuntime.Services | PendingStore | Notes>) =>
+                effect.pipe(Effect.provide(context), Effect.provideService(Notes, notes)),
+              close: Scope.close(scope, Exit.void)
+            }
+          })
+          const here = yield* openWithSlow()
+          const action = yield* here.run(stageKind(Slow, { text: "x" }, { label: "Slow: x", sourceToolName: "slow" }))
+          const there = yield* openWithSlow()
+          const applying = yield* Effect.fork(there.run(apply(action.id)))
+          const pendingHere = yield* here.run(PendingActions)
+          const statusHere = Effect.map(
+            Effect.zipRight(pendingHere.refresh, pendingHere.get(action.id)),
+            Option.map((info) => info.status)
+          )
+          // Poll until the other session's claim is visible in the store.
+          let seen = yield* statusHere
+          for (let i = 0; i < 200 && Option.getOrNull(seen) !== "resolving"; i++) {
+            yield* Effect.sleep("5 millis")
+            seen = yield* statusHere
+          }
+          deepStrictEqual(seen, Option.some("resolving" as const))
+          const refused = yield* here.run(Effect.flip(apply(action.id)))
+          assert.instanceOf(refused, PendingActionNotPending)
+          yield* Deferred.succeed(gate, undefined)
+          deepStrictEqual(ToolResult.textOf(yield* Fiber.join(applying)), "slow x")
+          deepStrictEqual(yield* statusHere, Option.some("applied" as const))
+          assert.isFalse(yield* pendingHere.hasPending)
+          yield* here.close
+          yield* there.close
         }))
 
       it.live("two sessions of one store racing on one action: it is applied once", () =>

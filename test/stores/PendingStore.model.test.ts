@@ -180,10 +180,11 @@ class Model {
       .map((r) => r.id)
   }
 
-  list(session: string): Array<string> {
+  list(session: string, open = false): Array<string> {
+    const settled = ["applied", "discarded", "cleared", "expired"]
     return this.order
       .map((id) => this.records.get(id)!)
-      .filter((r) => r.session === session)
+      .filter((r) => r.session === session && !(open && settled.includes(r.status)))
       .reverse()
       .sort((a, b) => b.createdAt - a.createdAt)
       .map((r) => r.id)
@@ -260,6 +261,7 @@ const check = (store: PendingStore.Service, run: ReadonlyArray<Step>) =>
         }
         case "list": {
           deepStrictEqual((yield* store.list(c.session)).map((r) => r.id), model.list(c.session), where)
+          deepStrictEqual((yield* store.listOpen(c.session)).map((r) => r.id), model.list(c.session, true), where)
           break
         }
       }

@@ -102,6 +102,25 @@ for (const subject of subjects(tmp.dir, pg)) {
         deepStrictEqual(yield* store.list("nobody"), [])
       }))
 
+    test("listOpen: the records not yet settled, in list's order", (store) =>
+      Effect.gen(function*() {
+        for (const id of ["a", "b", "c", "d", "e", "f"]) yield* store.insert(record(id))
+        yield* store.insert(record("other", { session: "s2" }))
+        yield* store.claim({ id: "b", owner: "o", leaseUntil: T0 + 100, now: T0 + 1 })
+        yield* store.claim({ id: "c", owner: "o", leaseUntil: T0 + 100, now: T0 + 1 })
+        yield* store.settle({ id: "c", owner: "o", to: "applied", outcome: Option.none(), now: T0 + 2 })
+        yield* store.transition({ id: "d", from: ["pending"], to: "orphaned", now: T0 + 2 })
+        yield* store.transition({ id: "e", from: ["pending"], to: "cleared", now: T0 + 2 })
+        yield* store.transition({ id: "f", from: ["pending"], to: "expired", now: T0 + 2 })
+        deepStrictEqual((yield* store.listOpen("s1")).map((r) => [r.id, r.status]), [
+          ["d", "orphaned"],
+          ["b", "resolving"],
+          ["a", "pending"]
+        ])
+        deepStrictEqual((yield* store.listOpen("s2")).map((r) => r.id), ["other"])
+        deepStrictEqual(yield* store.listOpen("nobody"), [])
+      }))
+
     test("claim: pending → resolving with attempts + 1, owner and lease; a second claim gets none", (store) =>
       Effect.gen(function*() {
         yield* store.insert(record("a"))
