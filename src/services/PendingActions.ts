@@ -952,12 +952,13 @@ export const make = (
       }
     }
 
-    // The mirror takes the store's view of one record: a claim of this process is the mirror's own; a record it
-    // does not hold is taken in unless it is settled (settled elsewhere, or forgotten here: the store has it).
+    // The mirror takes the store's view of one record, except where it knows better: a claim of this process, or
+    // a status this process settled (final; the store's write may still be on its way, as for an expiry). A record
+    // it does not hold is taken in unless it is settled (settled elsewhere, or forgotten here: the store has it).
     const mirror = (record: PendingRecord): Entry | undefined => {
       const entry = entries.get(record.id)
       if (entry === undefined) return isTerminal(record.status) ? undefined : restoreEntry(record)
-      if (!entry.claimed) adopt(entry, record)
+      if (!entry.claimed && !isTerminal(entry.status)) adopt(entry, record)
       return entry
     }
 
