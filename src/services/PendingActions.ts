@@ -170,9 +170,12 @@ export declare namespace PendingActions {
     readonly hasPending: Effect.Effect<boolean>
     /** How many actions this session staged so far. */
     readonly staged: Effect.Effect<number>
-    /** Every action of the session, most recent first (from the store, when durable). */
+    /**
+     * The session's actions, most recent first: in memory, every one not yet settled and the last `retainSettled`
+     * settled ones; durable, every record the store holds for the session.
+     */
     readonly list: Effect.Effect<ReadonlyArray<PendingActionInfo>, PendingStoreError>
-    /** One action by id. */
+    /** One action by id (in memory, `none` for a settled action older than the last `retainSettled`). */
     readonly get: (id: string) => Effect.Effect<Option.Option<PendingActionInfo>, PendingStoreError>
     /** Every change of an action's status from the moment the stream starts, as the action's new info. */
     readonly changes: Stream.Stream<PendingActionInfo>
