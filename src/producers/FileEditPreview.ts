@@ -984,6 +984,10 @@ const recoverEdit = (
           mode: info.mode & 0o7777,
           state: sameBytes(bytes, file.after) ? "after" : sha256(bytes) === file.before ? "before" : "other"
         })
+      ).pipe(
+        // A file that is gone was changed by someone else: that is for a person to look at, not to retry.
+        Effect.catchIf(isNotFound, () =>
+          Effect.succeed({ file, bytes: new Uint8Array(0), mode: 0, state: "other" as const }))
       ))
     const written = states.filter((s) => s.state === "after").length
     if (written === 0) return "pending" as const
@@ -1003,14 +1007,7 @@ const recoverEdit = (
       }))
     )
     return "applied" as const
-  })).pipe(
-    Effect.catchAllCause((cause) =>
-      Effect.as(
-        Effect.logError("effect-resolve: recovering an edit failed; it is left in conflict", cause),
-        "conflict" as const
-      )
-    )
-  )
+  }))
 
 /**
  * The durable kind of an edit: its payload holds the paths, the SHA-256 of the bytes the preview read and the bytes

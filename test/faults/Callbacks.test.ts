@@ -167,7 +167,11 @@ describe("pending-action callbacks that fail or die", () => {
         deepStrictEqual(
           exit,
           Exit.fail(
-            new ToolError({ message: "Discard failed: reject died. The pending action \"Edit\" is still pending." })
+            new ToolError({
+              message:
+                "Discard failed: reject died. The pending action \"Edit\" is still pending; call resolve with action " +
+                "\"discard\" again to retry."
+            })
           )
         )
         assert.strictEqual(yield* handle.status, "pending")

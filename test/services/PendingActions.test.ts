@@ -110,11 +110,17 @@ describe("PendingActions", () => {
       assert.instanceOf(yield* Effect.flip(apply()), NoPendingAction)
     }).pipe(Effect.provide(ResolveRuntime.layer)))
 
-  it.effect("clear ends a pending action; a cleared one cannot be resolved", () =>
+  it.effect("clear ends a pending action and its forcing; a cleared one cannot be resolved", () =>
     Effect.gen(function*() {
       const pending = yield* PendingActions
+      const queue = yield* ToolChoiceQueue
       const a = yield* stage("a.ts")
+      deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
       assert.isTrue(yield* pending.clear(a.id))
+      // The directive of a cleared action is dropped: the next turn forces nothing.
+      deepStrictEqual(yield* queue.inspect, [])
+      assert.isFalse(yield* pending.hasPending)
+      deepStrictEqual(yield* queue.nextToolChoice, Option.none())
       assert.isFalse(yield* pending.clear(a.id))
       assert.strictEqual(yield* a.status, "cleared")
       const error = yield* Effect.flip(apply(a.id))

@@ -174,24 +174,31 @@ export const settled = (
     spec
   )
 
-// Whatever `apply` failed or died with, as the resolve error. Never throws, whatever the value's shape (a Proxy, a
-// throwing getter, a null-prototype object, a bigint): the lifecycle is settled before this runs, and a throw here
-// would leave the caller with an untyped defect.
-const toApplyFailure = (spec: Source, cause: Cause.Cause<unknown>): Effect.Effect<never, ToolError | ApplyFailed> => {
+// What a callback failed or died with, as the resolve error: an interruption stays one, a `ToolError` is passed on
+// unchanged, anything else (a failure, a defect) becomes `other(original)`. Never throws, whatever the value's shape
+// (a Proxy, a throwing getter, a null-prototype object, a bigint): the lifecycle is settled before this runs, and a
+// throw here would leave the caller with an untyped defect.
+const toResolveFailure = <E>(
+  cause: Cause.Cause<unknown>,
+  other: (original: unknown) => E
+): Effect.Effect<never, ToolError | E> => {
   if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
   const failure = Cause.failureOption(cause)
   if (Option.isSome(failure) && safeInstanceOf(failure.value, ToolError)) return Effect.fail(failure.value as ToolError)
-  const original = Option.isSome(failure) ? failure.value : safely(() => Cause.squash(cause), undefined)
-  const detail = messageOf(original)
-  return Effect.fail(
-    new ApplyFailed({
+  return Effect.fail(other(Option.isSome(failure) ? failure.value : safely(() => Cause.squash(cause), undefined)))
+}
+
+// `apply`'s failure: `ApplyFailed`, holding the original value as its cause.
+const toApplyFailure = (spec: Source, cause: Cause.Cause<unknown>): Effect.Effect<never, ToolError | ApplyFailed> =>
+  toResolveFailure(cause, (original) => {
+    const detail = messageOf(original)
+    return new ApplyFailed({
       label: spec.label,
       sourceToolName: spec.sourceToolName,
       detail,
       cause: printable(original) ? original : new UnprintableFailure(original, detail)
     })
-  )
-}
+  })
 
 // Whether effect's `Cause.pretty` can print an error holding `value` as its cause: `ApplyFailed` must stay printable
 // (by loggers, by `Effect.runPromise`'s rejection), and `Cause.pretty` follows a `cause` unguarded.
@@ -201,19 +208,14 @@ const printable = (value: unknown): boolean =>
     return true
   }, false)
 
-// Whatever `reject` failed or died with, as the resolve error: a `ToolError` unchanged, anything else (a failure
-// its type did not announce, a defect) a `ToolError` saying the discard failed. Never throws.
-const toRejectFailure = (spec: Source, cause: Cause.Cause<unknown>): Effect.Effect<never, ToolError> => {
-  if (Cause.isInterruptedOnly(cause)) return Effect.failCause(cause as Cause.Cause<never>)
-  const failure = Cause.failureOption(cause)
-  if (Option.isSome(failure) && safeInstanceOf(failure.value, ToolError)) return Effect.fail(failure.value as ToolError)
-  const original = Option.isSome(failure) ? failure.value : safely(() => Cause.squash(cause), undefined)
-  return Effect.fail(
+// `reject`'s failure that is not a `ToolError` (one its type did not announce, a defect): a `ToolError` saying the
+// discard failed and the action is still pending.
+const toRejectFailure = (spec: Source, cause: Cause.Cause<unknown>): Effect.Effect<never, ToolError> =>
+  toResolveFailure(cause, (original) =>
     new ToolError({
-      message: `Discard failed: ${messageOf(original)}. The pending action "${spec.label}" is still pending.`
-    })
-  )
-}
+      message: `Discard failed: ${messageOf(original)}. The pending action "${spec.label}" is still pending; ` +
+        `call resolve with action "discard" again to retry.`
+    }))
 
 /** A callback's failure as the resolve error: `apply`'s as `ApplyFailed` (a `ToolError` unchanged), `reject`'s as a `ToolError`. */
 export const failedWith = (
