@@ -52,6 +52,7 @@ import * as Schema from "effect/Schema"
 import type { PendingStoreError } from "../domain/Errors.js"
 import { resolveReminderText, SteeringMessage } from "../domain/SteeringMessage.js"
 import type { ToolChoice } from "../domain/ToolChoice.js"
+import { capText, messageOf } from "../internal/render.js"
 import { tooDeepField } from "../internal/untrusted.js"
 import * as ResolveRuntime from "../layers/ResolveRuntime.js"
 import { directiveLabel } from "../services/PendingAction.js"
@@ -125,13 +126,7 @@ export class RequeueLimitExceeded
   }
 }
 
-const errorText = (cause: unknown): string => {
-  const text = typeof cause === "object" && cause !== null && "message" in cause ?
-    String((cause as { readonly message: unknown }).message) :
-    String(cause)
-  const line = text.split("\n", 1)[0] ?? ""
-  return line.length > 300 ? `${line.slice(0, 300)}…` : line
-}
+const errorText = (cause: unknown): string => capText(messageOf(cause, 4096).split("\n", 1)[0]!, 300)
 
 /**
  * The model ignored a pending preview for `maxForcedTurns` forced turns in a row; the run failed instead of
@@ -444,7 +439,8 @@ const oneLevelDown = (capabilities: ModelCapabilities, refused: Refused): Refuse
 /** At most this many characters of a tool name or a decode error are quoted back to the model. */
 const quoteMax = 300
 
-const quote = (text: string): string => text.length > quoteMax ? `${text.slice(0, quoteMax)}…` : text
+// Never cuts a character in two (half an emoji in a tool result can make a provider refuse the whole history).
+const quote = (text: string): string => capText(text, quoteMax)
 
 /** How deep a call's arguments may nest before they are refused without being decoded (the error formatting recurses). */
 const argumentsMaxDepth = 64

@@ -332,7 +332,10 @@ const readPlan = (
     Effect.mapError((error) =>
       error instanceof ToolError ?
         error :
-        new ToolError({ message: `Cannot read the plan ${planFilePath}: ${error.message}` })
+        new ToolError({
+          message: `Cannot read the plan ${planFilePath}: ${error.message}. Make sure the file is a readable ` +
+            `text file, ${stillInPlanMode}`
+        })
     )
   )
 }

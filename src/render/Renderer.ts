@@ -27,7 +27,6 @@
 import * as Cause from "effect/Cause"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
-import * as Predicate from "effect/Predicate"
 import { styleText } from "node:util"
 import measure from "string-width"
 import wrapAnsi from "wrap-ansi"
@@ -164,10 +163,9 @@ export const splitLabel = (label: string): { readonly summary: string; readonly 
     { summary: label.slice(at + 2), badge: Option.some(label.slice(0, at)) }
 }
 
+// Guarded: `details` is whatever a tool returned (a getter may throw, a Proxy may trap).
 const stringField = (value: unknown, key: string): Option.Option<string> =>
-  Predicate.hasProperty(value, key) && typeof value[key] === "string" && value[key] !== "" ?
-    Option.some(value[key] as string) :
-    Option.none()
+  Option.fromNullable(stringProperty(value, key))
 
 const textOf = (result: ToolResult): string => result.content.map((block) => block.text).join("\n")
 

@@ -162,12 +162,17 @@ $body$`,
 FOR EACH ROW EXECUTE FUNCTION effect_resolve_journal()`
 ]
 
-const createTables = Effect.flatMap(SqlClient.SqlClient, (sql) =>
-  Effect.forEach(
-    sql.onDialectOrElse({ pg: () => pgSchema, sqlite: () => sqliteSchema, orElse: () => [] as ReadonlyArray<string> }),
-    (statement) => sql.unsafe(statement).raw,
-    { discard: true }
-  ))
+const createTables = Effect.flatMap(SqlClient.SqlClient, (sql) => {
+  const schema = sql.onDialectOrElse({
+    pg: () => pgSchema,
+    sqlite: () => sqliteSchema,
+    orElse: () => undefined
+  })
+  // Another dialect must not be recorded as migrated with no table made.
+  return schema === undefined ?
+    Effect.fail(new Error("the SQL pending store supports SQLite and Postgres only")) :
+    Effect.forEach(schema, (statement) => sql.unsafe(statement).raw, { discard: true })
+})
 
 /**
  * The migrations of the store, for `@effect/sql`'s `Migrator` (what `migrate` runs).
@@ -195,6 +200,10 @@ export const migrate: Effect.Effect<void, PendingStoreError, SqlClient.SqlClient
         orElse: () => false
       }) ?
       runMigrator({ loader: migrations, table: migrationsTable }).pipe(
+        // The Migrator turns a failed migration into a defect (after rolling it back): a typed failure here.
+        Effect.catchSomeDefect((defect) =>
+          defect instanceof Migrator.MigrationError ? Option.some(Effect.fail(defect)) : Option.none()
+        ),
         // Two processes creating the migrations table at the same moment: one fails; its retry finds the table.
         Effect.retry({ times: 3, schedule: Schedule.spaced("50 millis") }),
         Effect.mapError((cause) =>

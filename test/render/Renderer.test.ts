@@ -51,6 +51,24 @@ describe("Renderer", () => {
       ])
     })
 
+    it("details whose getters throw (a tool's own details) are read without throwing", () => {
+      const hostile = { sourceToolName: "edit" }
+      Object.defineProperty(hostile, "label", {
+        enumerable: true,
+        get: () => {
+          throw new Error("boom")
+        }
+      })
+      deepStrictEqual(
+        Renderer.renderResolve(
+          { action: "apply", reason: "Fine." },
+          Exit.succeed(ToolResult.text("Applied.", hostile)),
+          plain
+        ),
+        ["Accept pending action [edit]", "  Fine.", "  Applied."]
+      )
+    })
+
     it("Failed keeps the label and the reason of an ApplyFailed", () => {
       deepStrictEqual(Renderer.renderResolve({ action: "apply", reason: "Run it." }, applyFailed, plain), [
         "Failed 1 table [Migration]",

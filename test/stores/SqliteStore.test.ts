@@ -96,6 +96,29 @@ describe("SqliteStore", () => {
       strictEqual(fs.readFileSync(garbage, "utf8"), "this is not a database ".repeat(100))
     }))
 
+  it.live("a migration the database refuses fails typed (not a defect) and leaves the database as it was", () =>
+    Effect.gen(function*() {
+      const filename = path.join(tmp.dir, "taken.db")
+      // An app's own table under the store's name: the store's CREATE TABLE fails inside the Migrator.
+      yield* Effect.provide(
+        Effect.flatMap(SqlClient.SqlClient, (sql) => sql`CREATE TABLE effect_resolve_pending (x INTEGER)`),
+        LibsqlClient.layer({ url: `file:${filename}` })
+      )
+      const error = yield* openError(SqliteStore.layer({ filename }))
+      strictEqual(error.operation, "migrate")
+      strictEqual(error.message.includes("could not be created or upgraded"), true, error.message)
+      const tables = yield* Effect.provide(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) => sql<{ readonly name: string }>`SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name`
+        ),
+        LibsqlClient.layer({ url: `file:${filename}` })
+      )
+      deepStrictEqual(tables.map((t) => t.name).filter((name) => name !== "effect_resolve_migrations"), [
+        "effect_resolve_pending"
+      ])
+    }))
+
   it.live("SqlPendingStore.layer works on an app's client that transforms result names", () =>
     Effect.gen(function*() {
       const client = LibsqlClient.layer({
