@@ -378,6 +378,10 @@ const isForcing = (choice: EffectAiToolChoice): boolean => choice === "required"
 const userMessage = (text: string): Prompt.Message =>
   Prompt.makeMessage("user", { content: [Prompt.makePart("text", { text })] })
 
+/** What a turn sends after the history: its steering messages, each as a user message. */
+const steeringPrompt = (steering: ReadonlyArray<SteeringMessage>): Prompt.Prompt =>
+  Prompt.fromMessages(steering.map((m) => userMessage(m.content)))
+
 const reminderMessage: SteeringMessage = {
   customType: "resolve-reminder",
   content: resolveReminderText,
@@ -821,7 +825,7 @@ export const make = (
             return outcome
           }).pipe(Effect.withSpan("TurnDriver.toolCall", { attributes: { tool: call.name } }))
 
-        const turn = (newPrompt: Prompt.Prompt) =>
+        const turn = () =>
           Effect.uninterruptibleMask((restore) =>
             Effect.gen(function*() {
               // A durable session reads its actions again first (one round trip): another process (an approval
@@ -884,11 +888,7 @@ export const make = (
 
               let response: LanguageModel.GenerateTextResponse<any> | undefined
               while (response === undefined) {
-                const requestPrompt = Prompt.merge(
-                  newPrompt,
-                  Prompt.fromMessages(steering.map((m) => userMessage(m.content)))
-                )
-                const requested = yield* Effect.exit(restore(send(requestPrompt, decided.choice)))
+                const requested = yield* Effect.exit(restore(send(steeringPrompt(steering), decided.choice)))
                 if (Exit.isSuccess(requested)) {
                   response = requested.value
                   break
@@ -933,10 +933,7 @@ export const make = (
                         steering = [...steering, reminderMessage]
                       }
                       if (yield* noteChoice(probe.choice)) yield* ResolveMetrics.recordToolChoiceChange(id)
-                      const attempt = yield* Effect.exit(restore(send(
-                        Prompt.merge(newPrompt, Prompt.fromMessages(steering.map((m) => userMessage(m.content)))),
-                        probe.choice
-                      )))
+                      const attempt = yield* Effect.exit(restore(send(steeringPrompt(steering), probe.choice)))
                       if (Exit.isSuccess(attempt)) {
                         yield* learn(config, next, `${streak} failed forced requests, then an accepted one`, error)
                         yield* replan(withRefused(config.modelCapabilities, next))
@@ -1063,10 +1060,11 @@ export const make = (
           ).pipe(Effect.withSpan("TurnDriver.turn"))
 
         const records: Array<TurnRecord> = []
-        let next = Prompt.make(prompt)
+        // The prompt joins the conversation first: a run whose first request fails (or is interrupted) keeps it,
+        // and the next run's request still holds it. Each turn then sends the history and its own steering.
+        yield* Ref.update(history, (current) => Prompt.merge(current, Prompt.make(prompt)))
         for (let i = 0; i < maxTurns; i++) {
-          const saved = yield* Effect.ensuring(turn(next), persist)
-          next = Prompt.empty
+          const saved = yield* Effect.ensuring(turn(), persist)
           records.push(saved)
           const idle = saved.toolCalls.length === 0 && !(yield* queue.hasInFlight) &&
             (yield* queue.inspect).length === 0

@@ -260,6 +260,22 @@ describe("TurnDriver", () => {
       )))
     }))
 
+  it.live("a run whose first request fails keeps its prompt: the next run's request still holds it", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const failed = yield* Effect.either(driver.run("Rename foo to bar.", { toolkit: AppTools }))
+        assert.isTrue(failed._tag === "Left")
+        yield* driver.run("Please go on.", { toolkit: AppTools })
+        const requests = yield* ScriptedModel.requests
+        deepStrictEqual(requests[1]!.userTexts, ["Rename foo to bar.", "Please go on."])
+      }).pipe(Effect.provide(session(
+        (request) => request.index === 0 ? ScriptedModel.fail("overloaded") : ScriptedModel.text("Done."),
+        world
+      )))
+    }))
+
   it.live("interrupting the run mid-request requeues the preview; the next run is forced to resolve", () =>
     Effect.gen(function*() {
       const world = yield* makeWorld
