@@ -373,10 +373,12 @@ export class EditLimitExceeded
           `replaceAll for a text that occurs many times. Nothing was staged.`
       case "editedBytes":
         return `Too many bytes: the edits of ${this.path ?? "the files"} bring the edited files to ${this.actual} ` +
-          `bytes, at most ${this.max} are allowed. Split the edit. Nothing was staged.`
+          `bytes, at most ${this.max} are allowed. Split the edit into calls with fewer files; a single file that ` +
+          `would grow past ${this.max} bytes cannot be edited with this tool. Nothing was staged.`
       case "bytes":
         return `Too many bytes: reading ${this.path ?? "the files"} brings the edit to ${this.actual} bytes, at most ` +
-          `${this.max} are allowed. Split the edit. Nothing was staged.`
+          `${this.max} are allowed. Split the edit into calls with fewer files; a single file larger than ` +
+          `${this.max} bytes cannot be edited with this tool. Nothing was staged.`
     }
   }
 }
@@ -882,11 +884,10 @@ const lockAll = (workspace: WorkspaceConfig, files: ReadonlyArray<EditFile>) => 
     LockFileError: (error) =>
       error.missing ?
         staleError([`${displayOf(error.path)} (now missing or unreadable)`], "after the preview") :
-        new EditWriteFailed({
-          path: displayOf(error.path),
-          problem: `its lock file could not be created: ${error.problem}`,
-          restored: [],
-          notRestored: []
+        new ToolError({
+          message: `Could not create the lock file next to ${displayOf(error.path)} (${error.problem}). Nothing was ` +
+            `written; the preview is still pending. The edit tool needs write permission in that file's ` +
+            `directory: fix that, then call resolve with action "apply" again, or discard the preview.`
         })
   }))
 }
