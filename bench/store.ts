@@ -111,6 +111,7 @@ const record = (id: string, now: number) => ({
   kind: "edit",
   label: "Edit: 1 replacement(s) in 1 file(s)",
   sourceToolName: "edit",
+  stager: null,
   preview: "--- a/src/a.ts\n+++ b/src/a.ts\n@@ -1 +1 @@\n-a\n+x",
   payload,
   status: "pending" as const,

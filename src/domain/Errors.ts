@@ -187,8 +187,8 @@ export class UnknownPendingAction
 
 /**
  * `resolve` named an action that is not pending: being resolved by another call, already applied or discarded,
- * cleared by the app, expired, orphaned by a restart (it can only be discarded), or in conflict after a crash.
- * Nothing was run. `pending` lists what is pending, most recent first.
+ * cleared by the app, expired, orphaned (its stager is gone with its callbacks: it can only be discarded), in
+ * conflict after a crash, or unreadable (its stored row cannot be read: it can only be discarded). Nothing was run. `pending` lists what is pending, most recent first.
  *
  * @since 0.2.0
  * @category errors
@@ -217,7 +217,37 @@ export class PendingActionNotPending extends Schema.TaggedError<PendingActionNot
       "(resolve with action \"discard\"), then staged again" :
       this.status === "conflict" ?
       "could not be confirmed after a crash; a person must check it before anything else is done" :
+      this.status === "unreadable" ?
+      "could not be read from the store (list shows why), so it is never applied; discard it (resolve with " +
+      "action \"discard\") and stage it again" :
       `was already ${this.status}`
     return `${what} ${state}. ${listPending(this.pending)}`
+  }
+}
+
+/**
+ * `resolve` named an action that another live process staged and that this process cannot run (a closure, or a
+ * kind this process does not register): its callbacks live in that process, so it resolves it. Nothing was run and
+ * nothing changed. When that process is gone (it exited, or its lease ended without renewal), the action is
+ * `orphaned`, or runnable here if this process registers its kind.
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class PendingActionElsewhere extends Schema.TaggedError<PendingActionElsewhere>(
+  "effect-resolve/PendingActionElsewhere"
+)("PendingActionElsewhere", {
+  id: Schema.String,
+  label: Schema.String,
+  /** The runtime instance that staged it: `<host>:<pid>:<thread>:<random>`. */
+  stager: Schema.String,
+  pending: Schema.Array(PendingSummary)
+}) {
+  /**
+   * @since 0.3.0
+   */
+  override get message(): string {
+    return `The pending action ${this.id} ("${this.label}") was staged by another process that is still running ` +
+      `(${this.stager}); only that process can run it, so resolve it there. ${listPending(this.pending)}`
   }
 }

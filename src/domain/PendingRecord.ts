@@ -12,8 +12,9 @@
  *   id,
  *   session: "s1",
  *   kind: "edit",
- *   label: "Edit: 1 replacement(s) in 1 file(s)",
+ *   label: "Edit: 1 replacement in 1 file",
  *   sourceToolName: "edit",
+ *   stager: null,
  *   preview: "--- a/x.ts\n+++ b/x.ts\n...",
  *   payload: { paths: ["x.ts"] },
  *   status: "pending",
@@ -36,11 +37,15 @@ import * as Schema from "effect/Schema"
 /**
  * Where a staged action is:
  * - `pending`: staged, waiting for `resolve`;
- * - `resolving`: claimed by one owner (a process) that is applying or discarding it;
+ * - `resolving`: claimed by one owner (a runtime instance) that is applying or discarding it;
  * - `applied`, `discarded`, `cleared`, `expired`: terminal, nothing more happens to it;
- * - `orphaned`: a closure-form record found after a restart (its closure is gone): it can be discarded or cleared,
- *   not applied;
- * - `conflict`: recovery could not tell whether it was applied; a human must look.
+ * - `orphaned`: its stager is provably gone and no process that opened the session could run it (a closure, whose
+ *   code died with its process, or a kind that process does not register). It can be discarded or cleared, not
+ *   applied; a record of a durable kind becomes `pending` again in any process that registers its kind;
+ * - `conflict`: recovery could not tell whether it was applied; a person must look;
+ * - `unreadable`: never stored; a store reads a row that was changed outside the store (a payload that is not JSON,
+ *   a time or status it cannot read) as this status, with the reason in `outcome`. It is never applied; it can be
+ *   discarded. A row whose status says it is settled keeps that status whatever else it holds.
  *
  * @since 0.2.0
  * @category schemas
@@ -53,7 +58,8 @@ export const PendingStatus = Schema.Literal(
   "cleared",
   "expired",
   "orphaned",
-  "conflict"
+  "conflict",
+  "unreadable"
 )
 
 /**
@@ -84,8 +90,28 @@ export const terminalStatuses: ReadonlyArray<PendingStatus> = ["applied", "disca
  * @since 0.2.0
  * @category predicates
  */
-export const isTerminal = (status: PendingStatus): boolean =>
-  status === "applied" || status === "discarded" || status === "cleared" || status === "expired"
+export const isTerminal = (status: PendingStatus): boolean => terminalSet.has(status)
+
+const terminalSet: ReadonlySet<PendingStatus> = new Set(terminalStatuses)
+
+/**
+ * The statuses a store writes (every status but `unreadable`, which only a read produces).
+ *
+ * @since 0.3.0
+ * @category constants
+ */
+export const storedStatuses: ReadonlyArray<PendingStatus> = statuses.filter((status) => status !== "unreadable")
+
+/**
+ * The stored statuses of a record not yet settled: `pending`, `resolving`, `orphaned`, `conflict` (what
+ * `PendingStore.listOpen` reads).
+ *
+ * @since 0.3.0
+ * @category constants
+ */
+export const openStatuses: ReadonlyArray<PendingStatus> = storedStatuses.filter((status) => !isTerminal(status))
+
+const statusSet: ReadonlySet<unknown> = new Set(PendingStatus.literals)
 
 /**
  * Whether `u` is one of the `PendingStatus` values.
@@ -93,9 +119,7 @@ export const isTerminal = (status: PendingStatus): boolean =>
  * @since 0.2.0
  * @category predicates
  */
-export const isPendingStatus = (u: unknown): u is PendingStatus =>
-  u === "pending" || u === "resolving" || u === "applied" || u === "discarded" || u === "cleared" ||
-  u === "expired" || u === "orphaned" || u === "conflict"
+export const isPendingStatus = (u: unknown): u is PendingStatus => statusSet.has(u)
 
 /**
  * Epoch milliseconds: a safe, non-negative integer (it round-trips exactly through SQLite and Postgres `bigint`).
@@ -120,10 +144,16 @@ export const PendingRecord = Schema.Struct({
   session: Schema.String,
   /** The registered durable kind (`"edit"`, `"plan"`, ...), or `"closure"` for the in-process form. */
   kind: Schema.String,
-  /** `Edit: 2 replacement(s) in 1 file(s)`. */
+  /** `Edit: 2 replacements in 1 file`. */
   label: Schema.String,
   /** The tool that staged it. */
   sourceToolName: Schema.String,
+  /**
+   * The runtime instance that staged it (`<host>:<pid>:<thread>:<random>`, one per open durable session), whose
+   * liveness decides whether a process that cannot run the record leaves it alone; `null` for records written
+   * before 0.3 (their stager counts as gone).
+   */
+  stager: Schema.NullOr(Schema.String),
   /** The text the model saw. */
   preview: Schema.String,
   /** The kind's payload (JSON), `null` for closures. */
@@ -131,15 +161,18 @@ export const PendingRecord = Schema.Struct({
   status: PendingStatus,
   /** How many claims so far. */
   attempts: Schema.NonNegativeInt,
-  /** Who holds the claim while `resolving` (`<hostname>:<pid>:<random>`), else `null`. */
+  /** Who holds the claim while `resolving` (a runtime instance, `<host>:<pid>:<thread>:<random>`), else `null`. */
   owner: Schema.NullOr(Schema.String),
-  /** While `resolving`: until when the owner's claim holds; a record whose lease passed may be recovered. */
+  /**
+   * While `resolving`: until when the owner's claim holds. The owner renews it while it lives (see
+   * `PendingStore.heartbeat`); a record whose lease passed may be recovered.
+   */
   leaseUntil: Schema.NullOr(EpochMillis),
   createdAt: EpochMillis,
   updatedAt: EpochMillis,
   /** An optional expiry: from this time on the action can no longer be claimed. */
   expiresAt: Schema.NullOr(EpochMillis),
-  /** The last result text or error message, for UIs. */
+  /** The last result text or error message, for UIs; for an `unreadable` record, why it cannot be read. */
   outcome: Schema.NullOr(Schema.String)
 })
 

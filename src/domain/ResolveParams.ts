@@ -9,6 +9,7 @@ import { loneSurrogate, utf8Length } from "../internal/untrusted.js"
 import type {
   ApplyFailed,
   NoPendingAction,
+  PendingActionElsewhere,
   PendingActionNotPending,
   PendingStoreError,
   ToolError,
@@ -199,6 +200,7 @@ export type ResolveError =
   | NoPendingAction
   | UnknownPendingAction
   | PendingActionNotPending
+  | PendingActionElsewhere
   | PendingStoreError
 
 /**

@@ -46,13 +46,14 @@ import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
+import * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
-import { hostname } from "node:os"
 import {
+  PendingActionElsewhere,
   PendingActionNotPending,
   type PendingStoreError,
   type PendingSummary,
@@ -66,8 +67,10 @@ import * as ToolResult from "../domain/ToolResult.js"
 import { capText, messageOf, safely } from "../internal/render.js"
 import * as ActionKind from "./ActionKind.js"
 import * as Invocation from "./internal/invocation.js"
+import { badCursor, checkPage } from "./internal/pendingStore.js"
+import { localVerdict, makeInstanceId, setLive } from "./internal/runtimeInstance.js"
 import { directiveLabel, type PendingActionHandle, type PendingActionSpec } from "./PendingAction.js"
-import { PendingStore } from "./PendingStore.js"
+import { invalidInput, PendingStore } from "./PendingStore.js"
 import { ResolveConfig } from "./ResolveConfig.js"
 import { SteeringBus } from "./SteeringBus.js"
 import { type RejectDecision, type RejectReason, ToolChoiceQueue } from "./ToolChoiceQueue.js"
@@ -96,8 +99,14 @@ export interface PendingActionInfo {
   /** Epoch milliseconds, from `Clock`. */
   readonly createdAt: number
   readonly expiresAt: Option.Option<number>
-  /** The last result text or error message. */
+  /** The last result text or error message; for an `unreadable` action, why its stored row cannot be read. */
   readonly outcome: Option.Option<string>
+  /**
+   * Whether this process can run it: it staged it, or it registers its durable kind. A pending action that another
+   * live process staged and this one cannot run is left to that process (`resolve` fails with
+   * `PendingActionElsewhere`), and neither forces nor is picked by `resolve` without an id here.
+   */
+  readonly runnable: boolean
 }
 
 /**
@@ -175,6 +184,13 @@ export declare namespace PendingActions {
      * settled ones; durable, every record the store holds for the session.
      */
     readonly list: Effect.Effect<ReadonlyArray<PendingActionInfo>, PendingStoreError>
+    /**
+     * One page of `list`, most recent first: at most `limit` actions (1 to 1 000) after `cursor` (the `next` of the
+     * page before). Durable, its cost follows the page, not the session's history.
+     */
+    readonly listPage: (
+      options: PendingStore.PageOptions
+    ) => Effect.Effect<PendingStore.Page<PendingActionInfo>, PendingStoreError>
     /** One action by id (in memory, `none` for a settled action older than the last `retainSettled`). */
     readonly get: (id: string) => Effect.Effect<Option.Option<PendingActionInfo>, PendingStoreError>
     /** Every change of an action's status from the moment the stream starts, as the action's new info. */
@@ -241,7 +257,8 @@ export class PendingActions extends Context.Tag("effect-resolve/PendingActions")
           kinds: options.kinds ?? [],
           kindContext: kindContext as Context.Context<never>,
           lease: options.lease,
-          retainSettled: options.retainSettled
+          retainSettled: options.retainSettled,
+          retention: options.retention
         })
       })
     )
@@ -256,15 +273,40 @@ export class PendingActions extends Context.Tag("effect-resolve/PendingActions")
 export interface DurableOptions<Kinds extends ReadonlyArray<ActionKind.Any>> {
   /** The session: a restarted process that opens the same session finds its actions. */
   readonly session: string
-  /** The durable kinds this app stages; an action of an unregistered kind is `orphaned` after a restart. */
+  /**
+   * The durable kinds this process runs. A record of a kind registered here is runnable here, whoever staged it;
+   * any other record (a closure, an unregistered kind) is left alone while its stager lives, and `orphaned` once
+   * its stager is provably gone.
+   */
   readonly kinds?: Kinds
   /**
-   * How long a claim holds before another process may recover the action (default 10 minutes). On one host a
-   * claim whose process is gone is recovered at once.
+   * How long this runtime's lease holds without renewal (default 1 minute): the lease on each claim it holds and
+   * on its own liveness. It is renewed every third of it while the session is open, so a long apply is never
+   * recovered while it runs. On one host a process that is gone is known at once; across hosts, once its lease
+   * ended.
    */
   readonly lease?: Duration.DurationInput
   /** How many settled actions the session keeps in memory besides the store (default 100; see `make`). */
   readonly retainSettled?: number
+  /**
+   * Which settled records of the session the store keeps (default: the last 10 000). Pruned in the background,
+   * never on a resolve's path; records not yet settled are always kept. `"keep-all"` never prunes.
+   */
+  readonly retention?: Retention | "keep-all"
+}
+
+/**
+ * Which settled (applied, discarded, cleared, expired) records a durable session keeps in its store. With both
+ * fields, a record goes when either says so.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Retention {
+  /** Keep the most recent this many settled records (default 10 000). */
+  readonly keepLast?: number | undefined
+  /** Forget settled records that settled longer ago than this (default: no age limit). */
+  readonly maxAge?: Duration.DurationInput | undefined
 }
 
 /**
@@ -280,6 +322,8 @@ export interface MakeOptions {
   /** What the kinds need, for actions restored after a restart. */
   readonly kindContext?: Context.Context<never> | undefined
   readonly lease?: Duration.DurationInput | undefined
+  /** Durable: which settled records the store keeps (see `DurableOptions.retention`). */
+  readonly retention?: Retention | "keep-all" | undefined
   /**
    * How many settled actions (applied, discarded, cleared, expired) the session keeps for `list` and `get`, the most
    * recent ones (default 100). Actions not yet settled are always kept; so a long session's memory stays flat. In
@@ -322,6 +366,10 @@ interface Entry {
   retired: boolean
   /** A `resolve` call of this process holds (or is taking) its claim: the mirror's own view, not the store's. */
   claimed: boolean
+  /** The runtime instance that staged it, or that took it back from `orphaned` (`null`: before 0.3, in memory). */
+  stager: string | null
+  /** Its place in this session's staging order (in memory: the key of `listPage` cursors). */
+  readonly order: number
 }
 
 const infoOf = (entry: Entry): PendingActionInfo => ({
@@ -334,7 +382,8 @@ const infoOf = (entry: Entry): PendingActionInfo => ({
   attempts: entry.attempts,
   createdAt: entry.createdAt,
   expiresAt: Option.fromNullable(entry.expiresAt),
-  outcome: Option.fromNullable(typeof entry.outcome === "function" ? entry.outcome() : entry.outcome)
+  outcome: Option.fromNullable(typeof entry.outcome === "function" ? entry.outcome() : entry.outcome),
+  runnable: entry.runner !== undefined
 })
 
 const recordInfo = (record: PendingRecord): PendingActionInfo => ({
@@ -347,7 +396,8 @@ const recordInfo = (record: PendingRecord): PendingActionInfo => ({
   attempts: record.attempts,
   createdAt: record.createdAt,
   expiresAt: Option.fromNullable(record.expiresAt),
-  outcome: Option.fromNullable(record.outcome)
+  outcome: Option.fromNullable(record.outcome),
+  runnable: false
 })
 
 const recordOf = (entry: Entry, session: string, payload: unknown): PendingRecord => ({
@@ -356,6 +406,7 @@ const recordOf = (entry: Entry, session: string, payload: unknown): PendingRecor
   kind: entry.kind,
   label: entry.label,
   sourceToolName: entry.sourceToolName,
+  stager: entry.stager,
   preview: entry.preview,
   payload,
   status: "pending",
@@ -368,33 +419,44 @@ const recordOf = (entry: Entry, session: string, payload: unknown): PendingRecor
   outcome: null
 })
 
-/** Owners of claims that belong to a live `PendingActions` of this process (see `ownerIsGone`). */
-const liveOwners = new Set<string>()
+const defaultLease = Duration.minutes(1)
 
-const thisHost = hostname()
-
-/**
- * Whether the process that holds a claim is gone: `owner` is `<host>:<pid>:<random>`; on this host, a pid that no
- * longer exists (`ESRCH`), or this very process with an owner no live pending set has. Elsewhere only the lease tells.
- */
-const ownerIsGone = (owner: string): boolean => {
-  const parts = owner.split(":")
-  if (parts.length < 3) return false
-  const pid = Number(parts[parts.length - 2])
-  const host = parts.slice(0, -2).join(":")
-  if (host !== thisHost || !Number.isSafeInteger(pid) || pid <= 0) return false
-  if (pid === process.pid) return !liveOwners.has(owner)
-  try {
-    process.kill(pid, 0)
-    return false
-  } catch (error) {
-    return (error as { code?: unknown }).code === "ESRCH"
-  }
-}
-
-const defaultLease = Duration.minutes(10)
+/** Settled records a durable session keeps by default (see `DurableOptions.retention`). */
+const defaultKeepLast = 10_000
 
 const defaultRetainSettled = 100
+
+/** How a session prunes its store: which settled records go, and after how many settles it looks again. */
+interface RetentionPlan {
+  readonly keepLast: Option.Option<number>
+  readonly maxAge: Option.Option<number>
+  readonly every: number
+}
+
+/** Records one `prune` call removes: small, so that a prune never holds the store's write lock for long. */
+const pruneBatch = 500
+
+const retentionOf = (
+  retention: Retention | "keep-all" | undefined
+): Effect.Effect<RetentionPlan | undefined> => {
+  if (retention === "keep-all") return Effect.succeed(undefined)
+  const keepLast = retention?.keepLast ?? (retention?.maxAge === undefined ? defaultKeepLast : undefined)
+  if (keepLast !== undefined && !(Number.isSafeInteger(keepLast) && keepLast >= 0)) {
+    return Effect.dieMessage(
+      `effect-resolve: retention.keepLast must be a whole number of records, 0 or more (got ${String(keepLast)})`
+    )
+  }
+  const maxAge = retention?.maxAge === undefined ? undefined : Duration.toMillis(retention.maxAge)
+  if (maxAge !== undefined && !(maxAge >= 0 && Number.isFinite(maxAge))) {
+    return Effect.dieMessage(`effect-resolve: retention.maxAge must be a finite duration (got ${String(maxAge)})`)
+  }
+  return Effect.succeed({
+    keepLast: Option.fromNullable(keepLast),
+    maxAge: Option.fromNullable(maxAge),
+    // A tenth of what is kept between two looks: at most 10% over `keepLast`.
+    every: keepLast === undefined ? 100 : Math.max(1, Math.min(1_000, Math.ceil(keepLast / 10)))
+  })
+}
 
 /** Below this many entries the forcing stack is never compacted. */
 const minCompactAt = 64
@@ -420,13 +482,17 @@ export const make = (
     const store = options.store
     const session = options.session ?? `session-${randomBytes(6).toString("base64url")}`
     const prefix = `pa_${randomBytes(9).toString("base64url")}_`
-    const owner = `${thisHost}:${process.pid}:${randomBytes(6).toString("base64url")}`
+    // This runtime instance: the stager of what it stages, the owner of what it claims.
+    const owner = makeInstanceId()
     const lease = Duration.toMillis(options.lease ?? defaultLease)
+    if (!(lease >= 3)) {
+      return yield* Effect.dieMessage(`effect-resolve: lease must be at least 3 milliseconds (got ${String(lease)})`)
+    }
     const kinds = new Map((options.kinds ?? []).map((kind) => [kind.name, kind] as const))
     const kindContext = (options.kindContext ?? Context.empty()) as Context.Context<unknown>
     yield* Effect.acquireRelease(
-      Effect.sync(() => liveOwners.add(owner)),
-      () => Effect.sync(() => liveOwners.delete(owner))
+      Effect.sync(() => setLive(owner, true)),
+      () => Effect.sync(() => setLive(owner, false))
     )
     const hub = yield* Effect.acquireRelease(PubSub.unbounded<PendingActionInfo>(), PubSub.shutdown)
     let listeners = 0
@@ -436,6 +502,31 @@ export const make = (
       return yield* Effect.dieMessage(
         `effect-resolve: retainSettled must be a whole number of actions, 0 or more (got ${String(retainSettled)})`
       )
+    }
+    const retention = store === undefined ? undefined : yield* retentionOf(options.retention)
+    const now = () => clock.unsafeCurrentTimeMillis()
+
+    if (store !== undefined) {
+      // This instance says it is alive before it stages anything, and renews that (and the lease of every claim it
+      // holds) every third of its lease while the session is open; closing the session forgets it.
+      const beat = Effect.suspend(() => {
+        const at = now()
+        return store.heartbeat({ instance: owner, leaseUntil: at + lease, now: at })
+      })
+      yield* beat
+      yield* Effect.addFinalizer(() =>
+        Effect.catchAllCause(
+          store.release(owner),
+          (cause) => Effect.logWarning("effect-resolve: could not release this session's lease", cause)
+        )
+      )
+      yield* Effect.forkScoped(Effect.repeat(
+        Effect.catchAllCause(
+          beat,
+          (cause) => Effect.logWarning("effect-resolve: could not renew this session's lease in the store", cause)
+        ),
+        Schedule.spaced(Duration.millis(Math.max(1, Math.floor(lease / 3))))
+      ))
     }
 
     /** The actions kept, in staging order: every one not yet settled, and the `retainSettled` last settled. */
@@ -449,9 +540,17 @@ export const make = (
     let settledHead = 0
     let lastSettled: Entry | undefined
     let count = 0
+    let ordinal = 0
     let stagedTotal = 0
 
-    const now = () => clock.unsafeCurrentTimeMillis()
+    // Retention: a background fiber prunes the store's settled records of the session, woken every
+    // `retention.every` settles (and once at open); never on a resolve's path.
+    let settledSincePrune = 0
+    const pruneWanted = yield* Queue.sliding<void>(1)
+    const wantPrune = () => {
+      settledSincePrune = 0
+      pruneWanted.unsafeOffer(undefined)
+    }
     // Every status change ends here: a settled action joins the kept ones, and the oldest kept beyond
     // `retainSettled` is forgotten (nothing grows with the number of actions a session has settled).
     const publish = (entry: Entry) => {
@@ -460,6 +559,7 @@ export const make = (
     }
     const retire = (entry: Entry) => {
       entry.retired = true
+      if (retention !== undefined && ++settledSincePrune >= retention.every) wantPrune()
       settled.push(entry)
       if (settled.length - settledHead <= retainSettled) return
       const oldest = settled[settledHead]!
@@ -588,7 +688,9 @@ export const make = (
         dropped: false,
         runner: undefined,
         retired: false,
-        claimed: false
+        claimed: false,
+        stager: store === undefined ? null : owner,
+        order: ++ordinal
       }
     }
 
@@ -748,6 +850,7 @@ export const make = (
 
     // A record another process changed: the mirror takes the store's view.
     const adopt = (entry: Entry, record: PendingRecord) => {
+      entry.stager = record.stager
       if (entry.status !== record.status || entry.attempts !== record.attempts) {
         entry.status = record.status
         entry.attempts = record.attempts
@@ -772,6 +875,21 @@ export const make = (
           return Effect.failCause(cause)
         },
         onSuccess: (claimed) => {
+          if (Option.isSome(claimed) && claimed.value.status === "unreadable") {
+            // The stored row cannot be read (corrupted outside the store): never applied. The claim is given back
+            // and the action shows as unreadable; it can be discarded.
+            entry.claimed = false
+            entry.attempts--
+            return Effect.zipRight(
+              settleStore(entry, "pending", claimed.value.outcome ?? undefined),
+              Effect.suspend(() => {
+                entry.status = "unreadable"
+                entry.outcome = claimed.value.outcome ?? undefined
+                publish(entry)
+                return Effect.fail(notPending(entry))
+              })
+            )
+          }
           if (Option.isSome(claimed)) {
             entry.attempts = claimed.value.attempts
             return runClaimed(entry, runner, invocation, restore, fiber)
@@ -790,20 +908,102 @@ export const make = (
       })
     }
 
-    const discardOrphan = (entry: Entry, invocation: ResolveParams): Effect.Effect<ToolResult.ToolResult> => {
-      const result = Invocation.settled(entry, invocation, Option.none())
-      finish(entry, "discarded", outcomeText(result))
-      return Effect.as(write(entry.id, ["orphaned"], "discarded"), result)
-    }
+    // Reads a record again after a conditional write found it changed: the mirror takes the store's view.
+    const reread = (entry: Entry, store: PendingStore.Service) =>
+      Effect.map(Effect.orElseSucceed(store.get(entry.id), () => Option.none()), (record) => {
+        if (Option.isSome(record)) adopt(entry, record.value)
+      })
+
+    // An action that can only be discarded (orphaned: its stager is gone with its callbacks; unreadable: its stored
+    // row cannot be read): a discard ends it, with no callback to run.
+    const discardDead = (
+      entry: Entry,
+      invocation: ResolveParams,
+      store: PendingStore.Service
+    ): Effect.Effect<ToolResult.ToolResult, ResolveError> =>
+      Effect.flatMap(
+        store.transition({ id: entry.id, from: [entry.status], to: "discarded", now: now() }),
+        (done) => {
+          if (!done) return Effect.zipRight(reread(entry, store), Effect.fail(notPending(entry)))
+          const result = Invocation.settled(entry, invocation, Option.none())
+          finish(entry, "discarded", outcomeText(result))
+          return Effect.succeed(result)
+        }
+      )
+
+    const elsewhere = (entry: Entry) =>
+      new PendingActionElsewhere({
+        id: entry.id,
+        label: entry.label,
+        stager: entry.stager ?? "unknown",
+        pending: pendingNow()
+      })
+
+    // An action this process staged and still runs, which another process took for orphaned (this one's lease
+    // lapsed, say while it was paused): it is pending again, staged by this instance, then resolved as usual.
+    const revive = (
+      entry: Entry,
+      invocation: ResolveParams,
+      store: PendingStore.Service
+    ): Effect.Effect<ToolResult.ToolResult, ResolveError> =>
+      Effect.flatMap(
+        store.transition({ id: entry.id, from: ["orphaned"], to: "pending", stager: owner, now: now() }),
+        (back) => {
+          if (back) {
+            entry.status = "pending"
+            entry.stager = owner
+            publish(entry)
+            return invoke(entry, invocation)
+          }
+          return Effect.zipRight(
+            reread(entry, store),
+            Effect.suspend(() =>
+              entry.status === "pending" ? invoke(entry, invocation) : Effect.fail(notPending(entry))
+            )
+          )
+        }
+      )
+
+    // A pending action this process cannot run: its stager runs it while it lives; once it is provably gone the
+    // action is orphaned (then it can be discarded).
+    const notRunnableHere = (
+      entry: Entry,
+      invocation: ResolveParams,
+      store: PendingStore.Service
+    ): Effect.Effect<ToolResult.ToolResult, ResolveError> =>
+      Effect.flatMap(judge(store, [entry.stager]), (isGone) => {
+        if (!isGone(entry.stager)) return Effect.zipRight(payOwed, Effect.fail(elsewhere(entry)))
+        return Effect.flatMap(
+          store.transition({ id: entry.id, from: ["pending"], to: "orphaned", now: now() }),
+          (orphaned) =>
+            Effect.zipRight(
+              reread(entry, store),
+              Effect.suspend(() => {
+                if (entry.status === "orphaned" && invocation.action === "discard") {
+                  return discardDead(entry, invocation, store)
+                }
+                return Effect.fail(
+                  entry.status === "pending" && !orphaned ? elsewhere(entry) : notPending(entry)
+                )
+              })
+            )
+        )
+      })
 
     const invoke = (entry: Entry, invocation: ResolveParams): Effect.Effect<ToolResult.ToolResult, ResolveError> =>
       Effect.uninterruptibleMask((restore) =>
         Effect.withFiberRuntime<ToolResult.ToolResult, ResolveError>((fiber) => {
           if (entry.status === "pending" && isDue(entry)) expire(entry)
           const runner = entry.runner
+          if (entry.status === "orphaned" && runner !== undefined && store !== undefined) {
+            return revive(entry, invocation, store)
+          }
           if (entry.status !== "pending" || runner === undefined) {
-            if (entry.status === "orphaned" && invocation.action === "discard") {
-              return discardOrphan(entry, invocation)
+            if (store !== undefined) {
+              if ((entry.status === "orphaned" || entry.status === "unreadable") && invocation.action === "discard") {
+                return discardDead(entry, invocation, store)
+              }
+              if (entry.status === "pending") return notRunnableHere(entry, invocation, store)
             }
             return Effect.zipRight(payOwed, Effect.fail(notPending(entry)))
           }
@@ -855,12 +1055,25 @@ export const make = (
 
     // ---- restoring a durable session ---------------------------------------------------------------------------
 
-    // An entry for a stored record; a pending record whose callbacks are gone (a closure, an unregistered kind, a
-    // payload that no longer decodes) has no runner.
+    // A record's kind and decoded payload when this process can run it: the kind is registered here and the
+    // payload decodes.
+    const runnable = (record: PendingRecord) => {
+      const kind = kinds.get(record.kind)
+      if (kind === undefined || record.status === "unreadable") return undefined
+      const decoded = Schema.decodeUnknownOption(kind.payload)(record.payload)
+      return Option.isSome(decoded) ? { kind, payload: decoded.value } : undefined
+    }
+
+    const runnerFor = (record: PendingRecord, entry: Entry): Runner | undefined => {
+      const found = runnable(record)
+      return found === undefined ? undefined : kindRunner(found.kind, found.payload, entry, kindContext)
+    }
+
+    // An entry for a stored record. A record this process cannot run (a closure, an unregistered kind, a payload
+    // that no longer decodes) has no runner: it is listed, never forces and is not picked without an id.
     const restoreEntry = (record: PendingRecord): Entry => {
       const known = entries.get(record.id)
       if (known !== undefined) return known
-      const kind = kinds.get(record.kind)
       const entry: Entry = {
         id: record.id,
         label: record.label,
@@ -869,14 +1082,16 @@ export const make = (
         preview: record.preview,
         createdAt: record.createdAt,
         expiresAt: record.expiresAt ?? undefined,
-        standing: kind?.standing === true,
+        standing: kinds.get(record.kind)?.standing === true,
         status: record.status,
         attempts: record.attempts,
         outcome: record.outcome ?? undefined,
         dropped: false,
         runner: undefined,
         retired: false,
-        claimed: false
+        claimed: false,
+        stager: record.stager,
+        order: ++ordinal
       }
       if (isTerminal(entry.status)) {
         // Settled (read by id from the store): kept among the settled ones, never forcing.
@@ -884,13 +1099,32 @@ export const make = (
         retire(entry)
         return entry
       }
-      if (kind !== undefined) {
-        const decoded = Schema.decodeUnknownOption(kind.payload)(record.payload)
-        if (Option.isSome(decoded)) entry.runner = kindRunner(kind, decoded.value, entry, kindContext)
-      }
+      entry.runner = runnerFor(record, entry)
       entries.set(entry.id, entry)
-      if (!entry.standing) pushForcing(entry)
+      if (!entry.standing && entry.runner !== undefined) pushForcing(entry)
       return entry
+    }
+
+    /**
+     * Which runtime instances are provably gone, judged once for a batch: this one is alive; one this process can
+     * judge by itself (its pid on this host, a closed instance of this thread) is as it says; any other is alive
+     * while its lease in the store holds. A record without a stager was written before 0.3: its stager is gone.
+     */
+    const judge = (
+      store: PendingStore.Service,
+      instances: Iterable<string | null>
+    ): Effect.Effect<(instance: string | null) => boolean, PendingStoreError> => {
+      const ask = new Set<string>()
+      for (const instance of instances) {
+        if (instance !== null && instance !== owner && localVerdict(instance) === "unknown") ask.add(instance)
+      }
+      const leases = ask.size === 0 ? Effect.succeed(new Map<string, number>()) : store.leases([...ask])
+      return Effect.map(leases, (found) => (instance) => {
+        if (instance === null) return true
+        if (instance === owner) return false
+        const local = localVerdict(instance)
+        return local === "unknown" ? !((found.get(instance) ?? 0) > now()) : local === "gone"
+      })
     }
 
     // What became of an action a dead owner left `resolving`: its kind's `recover`, or `conflict` when nothing can
@@ -898,12 +1132,11 @@ export const make = (
     // `none`: the kind could not tell now (its `recover` failed: a file still locked, a disk error); the record stays
     // `resolving` under the dead owner, and the next start tries again.
     const recover = (record: PendingRecord): Effect.Effect<Option.Option<ActionKind.Recovery>> => {
-      const kind = kinds.get(record.kind)
-      if (kind === undefined || kind.recover === undefined) return Effect.succeed(Option.some("conflict"))
-      const decoded = Schema.decodeUnknownOption(kind.payload)(record.payload)
-      if (Option.isNone(decoded)) return Effect.succeed(Option.some("conflict"))
+      const found = runnable(record)
+      const kindRecover = found?.kind.recover
+      if (found === undefined || kindRecover === undefined) return Effect.succeed(Option.some("conflict"))
       return Effect.matchCauseEffect(
-        Effect.provide(kind.recover(decoded.value, { id: record.id, attempts: record.attempts }), kindContext),
+        Effect.provide(kindRecover(found.payload, { id: record.id, attempts: record.attempts }), kindContext),
         {
           onSuccess: (verdict) => Effect.succeed(Option.some(verdict as ActionKind.Recovery)),
           onFailure: (cause) =>
@@ -918,13 +1151,24 @@ export const make = (
       )
     }
 
+    /**
+     * A record found when the session opens, made current:
+     * - `resolving` under an owner that is gone (its process died on this host, or its lease passed without
+     *   renewal): its kind's `recover` says what became of it;
+     * - `pending` and not runnable here: left alone while its stager lives, `orphaned` once it is gone;
+     * - `orphaned` and runnable here (its durable kind is registered): `pending` again, staged by this instance.
+     */
     const reconcile = (
       record: PendingRecord,
-      store: PendingStore.Service
+      store: PendingStore.Service,
+      isGone: (instance: string | null) => boolean
     ): Effect.Effect<PendingRecord, PendingStoreError> =>
       Effect.gen(function*() {
+        const runsHere = runnable(record) !== undefined
         if (record.status === "resolving") {
-          const gone = record.owner !== null && (ownerIsGone(record.owner) || (record.leaseUntil ?? 0) <= now())
+          const gone = record.owner !== null &&
+            (localVerdict(record.owner) === "gone" ||
+              ((record.leaseUntil ?? 0) <= now() && localVerdict(record.owner) !== "alive"))
           if (!gone) return record
           const verdict = yield* recover(record)
           if (Option.isNone(verdict)) return record
@@ -936,9 +1180,13 @@ export const make = (
             now: now()
           })
         } else if (record.status === "pending") {
-          const kind = kinds.get(record.kind)
-          const runnable = kind !== undefined && Option.isSome(Schema.decodeUnknownOption(kind.payload)(record.payload))
-          if (!runnable) yield* store.transition({ id: record.id, from: ["pending"], to: "orphaned", now: now() })
+          if (runsHere || !isGone(record.stager)) return record
+          yield* store.transition({ id: record.id, from: ["pending"], to: "orphaned", now: now() })
+        } else if (record.status === "orphaned") {
+          if (!runsHere) return record
+          yield* store.transition({ id: record.id, from: ["orphaned"], to: "pending", stager: owner, now: now() })
+        } else {
+          return record
         }
         return Option.getOrElse(yield* store.get(record.id), () => record)
       })
@@ -946,12 +1194,35 @@ export const make = (
     if (store !== undefined) {
       // Oldest first, so that the most recent pending action ends at the head of the queue.
       const records = [...(yield* store.listOpen(session))].reverse()
+      const isGone = yield* judge(store, records.map((record) => record.stager))
       for (const stored of records) {
-        const record = yield* reconcile(stored, store)
+        const record = yield* reconcile(stored, store, isGone)
         const entry = restoreEntry(record)
-        if (entry.status === "pending" && !entry.standing) {
+        if (entry.status === "pending" && !entry.standing && entry.runner !== undefined) {
           yield* pushDirective(entry, startConfig.enforcement === "soft")
         }
+      }
+      if (retention !== undefined) {
+        const plan = retention
+        const pruneOnce = Effect.suspend(() =>
+          store.prune({
+            session,
+            keepLast: plan.keepLast,
+            settledBefore: Option.map(plan.maxAge, (age) => Math.max(0, now() - age)),
+            batch: pruneBatch
+          })
+        )
+        const pruneAll = Effect.gen(function*() {
+          while ((yield* pruneOnce) === pruneBatch) yield* Effect.yieldNow()
+        })
+        yield* Effect.forkScoped(Effect.forever(Effect.zipRight(
+          Queue.take(pruneWanted),
+          Effect.catchAllCause(
+            pruneAll,
+            (cause) => Effect.logWarning(`effect-resolve: could not prune the settled records of ${session}`, cause)
+          )
+        )))
+        wantPrune()
       }
     }
 
@@ -1007,6 +1278,32 @@ export const make = (
           return entry === undefined ? recordInfo(record) : infoNow(entry)
         }))).pipe(Effect.tap(() => payOwed))
 
+    // In memory: the kept actions, by staging order (`m<n>` cursors). Durable: a page of the store.
+    const listPage = (
+      options: PendingStore.PageOptions
+    ): Effect.Effect<PendingStore.Page<PendingActionInfo>, PendingStoreError> =>
+      (store === undefined ?
+        Effect.suspend(() => {
+          const problem = checkPage(options)
+          if (problem !== undefined) return Effect.fail(invalidInput("listPage", problem))
+          const after = options.cursor === undefined ? Infinity : Number(/^m(\d{1,16})$/.exec(options.cursor)?.[1])
+          if (Number.isNaN(after)) return Effect.fail(invalidInput("listPage", badCursor))
+          const newer = [...entries.values()].filter((entry) => entry.order < after).reverse()
+          const items = newer.slice(0, options.limit)
+          const last = items[items.length - 1]
+          return Effect.succeed({
+            items: items.map(infoNow),
+            next: newer.length > options.limit && last !== undefined ? Option.some(`m${last.order}`) : Option.none()
+          })
+        }) :
+        Effect.map(store.listPage(session, options), (page) => ({
+          items: page.items.map((record) => {
+            const entry = mirror(record)
+            return entry === undefined ? recordInfo(record) : infoNow(entry)
+          }),
+          next: page.next
+        }))).pipe(Effect.tap(() => payOwed))
+
     const get = (id: string): Effect.Effect<Option.Option<PendingActionInfo>, PendingStoreError> =>
       (store === undefined ?
         Effect.sync(() => Option.map(Option.fromNullable(entries.get(id)), infoNow)) :
@@ -1033,14 +1330,21 @@ export const make = (
           entry.dropped = true
           return Effect.succeed(false)
         }
-        if (entry.status !== "pending" && entry.status !== "orphaned" && entry.status !== "conflict") {
+        if (
+          entry.status !== "pending" && entry.status !== "orphaned" && entry.status !== "conflict" &&
+          entry.status !== "unreadable"
+        ) {
           return Effect.succeed(false)
         }
-        const from = entry.status
-        finish(entry, "cleared", entry.outcome)
-        return store === undefined ?
-          Effect.succeed(true) :
-          Effect.as(store.transition({ id, from: [from], to: "cleared", now: now() }), true)
+        if (store === undefined) {
+          finish(entry, "cleared", entry.outcome)
+          return Effect.succeed(true)
+        }
+        return Effect.flatMap(store.transition({ id, from: [entry.status], to: "cleared", now: now() }), (done) => {
+          if (!done) return Effect.as(reread(entry, store), false)
+          finish(entry, "cleared", entry.outcome)
+          return Effect.succeed(true)
+        })
       })
 
     return PendingActions.of({
@@ -1052,6 +1356,7 @@ export const make = (
       hasPending: Effect.sync(() => mostRecent() !== undefined),
       staged: Effect.sync(() => stagedTotal),
       list,
+      listPage,
       get,
       changes: Stream.unwrapScoped(subscribe),
       subscribe,

@@ -33,12 +33,18 @@ import * as Option from "effect/Option"
 import { PendingStoreError } from "../domain/Errors.js"
 import { isTerminal, type PendingEvent, type PendingRecord, type PendingStatus } from "../domain/PendingRecord.js"
 import {
+  badCursor,
   checkClaim,
+  checkHeartbeat,
+  checkPage,
+  checkPrune,
   checkRecord,
   checkSession,
   checkSettle,
   checkTransition,
-  payloadJson
+  eventCursor,
+  payloadJson,
+  recordCursor
 } from "./internal/pendingStore.js"
 
 /**
@@ -94,6 +100,9 @@ export declare namespace PendingStore {
   /**
    * `transition`'s input. `owner`, when given, is a guard: `some(o)` only while `o` holds the record (recovery
    * passes the dead owner `stale` reported, so it cannot end a later claim), `none` only while nobody holds it.
+   * `stager`, when given, becomes the record's stager (a process that takes an `orphaned` record back to `pending`
+   * runs it from then on). `from` may list `"unreadable"`: it then also matches a row the store reads as
+   * unreadable, unless that row is claimed under a lease that has not passed at `now`.
    *
    * @since 0.2.0
    * @category models
@@ -103,7 +112,58 @@ export declare namespace PendingStore {
     readonly from: ReadonlyArray<PendingStatus>
     readonly to: PendingStatus
     readonly owner?: Option.Option<string>
+    readonly stager?: string
     readonly now: number
+  }
+
+  /**
+   * `heartbeat`'s input: a runtime instance, the new end of its lease (after `now`), and the time.
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export interface HeartbeatInput {
+    readonly instance: string
+    readonly leaseUntil: number
+    readonly now: number
+  }
+
+  /**
+   * One page of a listing: at most `limit` items, and the cursor of the next page (`none` after the last one).
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export interface Page<A> {
+    readonly items: ReadonlyArray<A>
+    readonly next: Option.Option<string>
+  }
+
+  /**
+   * Which page to read: at most `limit` items (1 to 1 000), after `cursor` (a `Page`'s `next`; none for the first
+   * page). A cursor stays valid while records are added and pruned.
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export interface PageOptions {
+    readonly limit: number
+    readonly cursor?: string | undefined
+  }
+
+  /**
+   * `prune`'s input: which settled records of `session` go. A record goes when it is not among the `keepLast` most
+   * recently settled ones, or it settled before `settledBefore` (epoch milliseconds). At most `batch` records (1 to
+   * 10 000) go per call.
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export interface PruneInput {
+    readonly session: string
+    readonly keepLast: Option.Option<number>
+    readonly settledBefore: Option.Option<number>
+    readonly batch: number
   }
 
   /**
@@ -124,8 +184,16 @@ export declare namespace PendingStore {
     readonly insert: (record: PendingRecord) => Effect.Effect<void, PendingStoreError>
     /** The record with this id, if any. */
     readonly get: (id: string) => Effect.Effect<Option.Option<PendingRecord>, PendingStoreError>
-    /** A session's records (every status), most recent first: `createdAt` descending, then insertion order. */
+    /**
+     * A session's records (every status), most recent first: `createdAt` descending, then insertion order. Its cost
+     * follows the session's history: prefer `listPage` for a session that may be long.
+     */
     readonly list: (session: string) => Effect.Effect<ReadonlyArray<PendingRecord>, PendingStoreError>
+    /** One page of `list`, in the same order; its cost follows the page, not the session's history. */
+    readonly listPage: (
+      session: string,
+      options: PendingStore.PageOptions
+    ) => Effect.Effect<PendingStore.Page<PendingRecord>, PendingStoreError>
     /**
      * A session's records not yet settled (`pending`, `resolving`, `orphaned`, `conflict`), in `list`'s order. Its
      * cost follows how many there are, not the session's history (a durable session reads it before every turn).
@@ -152,6 +220,32 @@ export declare namespace PendingStore {
     readonly stale: (now: number) => Effect.Effect<ReadonlyArray<PendingRecord>, PendingStoreError>
     /** The journal of one record, oldest first (empty for an unknown id). */
     readonly history: (id: string) => Effect.Effect<ReadonlyArray<PendingEvent>, PendingStoreError>
+    /** One page of `history`, in the same order. */
+    readonly historyPage: (
+      id: string,
+      options: PendingStore.PageOptions
+    ) => Effect.Effect<PendingStore.Page<PendingEvent>, PendingStoreError>
+    /**
+     * Removes settled records (`applied`, `discarded`, `cleared`, `expired`) of a session, with their journals, as
+     * `input` says, oldest first; never a record that is not settled. Returns how many went (fewer than `batch`:
+     * nothing more to remove now).
+     */
+    readonly prune: (input: PendingStore.PruneInput) => Effect.Effect<number, PendingStoreError>
+    /**
+     * A runtime instance says it is alive until `leaseUntil`: its lease is recorded, and so is the lease of every
+     * record it holds `resolving` (so a long apply is never recovered while its owner lives). Instances whose lease
+     * passed at `now` are forgotten.
+     */
+    readonly heartbeat: (input: PendingStore.HeartbeatInput) => Effect.Effect<void, PendingStoreError>
+    /** A runtime instance closed: it is forgotten (it counts as gone from now on). */
+    readonly release: (instance: string) => Effect.Effect<void, PendingStoreError>
+    /**
+     * The lease ends of the given runtime instances that the store knows; an instance it does not know closed, or
+     * its lease passed and it was forgotten.
+     */
+    readonly leases: (
+      instances: ReadonlyArray<string>
+    ) => Effect.Effect<ReadonlyMap<string, number>, PendingStoreError>
     /** A session's resumable state (JSON text written by the turn driver); the last write wins. */
     readonly saveSession: (session: string, state: string) => Effect.Effect<void, PendingStoreError>
     /** The last state saved for the session, if any. */
@@ -208,12 +302,15 @@ export const duplicateId = (id: string): PendingStoreError =>
 export const makeMemory = (): PendingStore.Service => {
   const records = new Map<string, PendingRecord>()
   const seqs = new Map<string, number>()
-  const bySession = new Map<string, Array<string>>()
+  /** Per session, the ids of its records, in insertion order. */
+  const bySession = new Map<string, Set<string>>()
   /** Per session, the ids of its records not yet settled, in insertion order. */
   const openBySession = new Map<string, Set<string>>()
   const resolving = new Set<string>()
   const journal = new Map<string, Array<PendingEvent>>()
   const sessions = new Map<string, string>()
+  /** Runtime instances and the ends of their leases. */
+  const instances = new Map<string, number>()
   let seq = 0
 
   const event = (
@@ -240,8 +337,16 @@ export const makeMemory = (): PendingStore.Service => {
     if (after.status === "resolving") resolving.add(after.id)
     else resolving.delete(after.id)
     if (isTerminal(after.status)) openBySession.get(after.session)?.delete(after.id)
-    event(after.id, after.updatedAt, before.status, after.status, eventOwner, after.attempts)
+    if (after.status !== before.status) {
+      event(after.id, after.updatedAt, before.status, after.status, eventOwner, after.attempts)
+    }
     return after
+  }
+
+  const addTo = (index: Map<string, Set<string>>, session: string, id: string) => {
+    const ids = index.get(session)
+    if (ids === undefined) index.set(session, new Set([id]))
+    else ids.add(id)
   }
 
   const insert = (record: PendingRecord) =>
@@ -259,6 +364,7 @@ export const makeMemory = (): PendingStore.Service => {
         kind: record.kind,
         label: record.label,
         sourceToolName: record.sourceToolName,
+        stager: record.stager,
         preview: record.preview,
         payload: record.payload === null ? null : deepFreeze(JSON.parse(json)),
         status: record.status,
@@ -272,14 +378,8 @@ export const makeMemory = (): PendingStore.Service => {
       })
       records.set(stored.id, stored)
       seqs.set(stored.id, ++seq)
-      const ids = bySession.get(stored.session)
-      if (ids === undefined) bySession.set(stored.session, [stored.id])
-      else ids.push(stored.id)
-      if (!isTerminal(stored.status)) {
-        const open = openBySession.get(stored.session)
-        if (open === undefined) openBySession.set(stored.session, new Set([stored.id]))
-        else open.add(stored.id)
-      }
+      addTo(bySession, stored.session, stored.id)
+      if (!isTerminal(stored.status)) addTo(openBySession, stored.session, stored.id)
       event(stored.id, stored.updatedAt, null, stored.status, null, stored.attempts)
       return Effect.void
     })
@@ -320,6 +420,7 @@ export const makeMemory = (): PendingStore.Service => {
       return Effect.succeed(true)
     })
 
+  // Records kept in memory are always readable: `"unreadable"` in `from` never matches here.
   const transition = (input: PendingStore.TransitionInput) =>
     Effect.suspend(() => {
       const problem = checkTransition(input)
@@ -327,7 +428,13 @@ export const makeMemory = (): PendingStore.Service => {
       const before = records.get(input.id)
       if (before === undefined || !input.from.includes(before.status)) return Effect.succeed(false)
       if (input.owner !== undefined && before.owner !== Option.getOrNull(input.owner)) return Effect.succeed(false)
-      update(before, { status: input.to, owner: null, leaseUntil: null, updatedAt: input.now }, before.owner)
+      update(before, {
+        status: input.to,
+        owner: null,
+        leaseUntil: null,
+        updatedAt: input.now,
+        ...(input.stager === undefined ? {} : { stager: input.stager })
+      }, before.owner)
       return Effect.succeed(true)
     })
 
@@ -341,20 +448,114 @@ export const makeMemory = (): PendingStore.Service => {
       return found.sort((a, b) => a.leaseUntil! - b.leaseUntil! || seqs.get(a.id)! - seqs.get(b.id)!)
     })
 
-  // Newest insertion first; a stable sort by createdAt keeps that order among equal times.
-  const newestFirst = (ids: Iterable<string>): Array<PendingRecord> =>
-    Array.from(ids, (id) => records.get(id)!).reverse().sort((a, b) => b.createdAt - a.createdAt)
+  // Newest first: createdAt descending, then insertion descending.
+  const newestFirst = (a: PendingRecord, b: PendingRecord) =>
+    b.createdAt - a.createdAt || seqs.get(b.id)! - seqs.get(a.id)!
+  const sorted = (ids: Iterable<string> | undefined): Array<PendingRecord> =>
+    ids === undefined ? [] : Array.from(ids, (id) => records.get(id)!).sort(newestFirst)
+
+  const listPage = (session: string, options: PendingStore.PageOptions) =>
+    Effect.suspend(() => {
+      const problem = checkPage(options)
+      if (problem !== undefined) return Effect.fail(invalidInput("listPage", problem))
+      const after = options.cursor === undefined ? undefined : recordCursor.decode(options.cursor)
+      if (options.cursor !== undefined && after === undefined) {
+        return Effect.fail(invalidInput("listPage", badCursor))
+      }
+      const all = sorted(bySession.get(session))
+      const from = after === undefined ?
+        0 :
+        all.findIndex((r) =>
+          typeof after.createdAt === "string" || r.createdAt < after.createdAt ||
+          (r.createdAt === after.createdAt && seqs.get(r.id)! < after.seq)
+        )
+      const items = from < 0 ? [] : all.slice(from, from + options.limit)
+      const last = items[items.length - 1]
+      const more = from >= 0 && from + options.limit < all.length && last !== undefined
+      return Effect.succeed<PendingStore.Page<PendingRecord>>({
+        items,
+        next: more ? Option.some(recordCursor.encode(last.createdAt, seqs.get(last.id)!)) : Option.none()
+      })
+    })
+
+  const historyPage = (id: string, options: PendingStore.PageOptions) =>
+    Effect.suspend(() => {
+      const problem = checkPage(options)
+      if (problem !== undefined) return Effect.fail(invalidInput("historyPage", problem))
+      const after = options.cursor === undefined ? 0 : eventCursor.decode(options.cursor)
+      if (after === undefined) return Effect.fail(invalidInput("historyPage", badCursor))
+      const events = journal.get(id) ?? []
+      const items = events.slice(after, after + options.limit)
+      const end = after + items.length
+      return Effect.succeed<PendingStore.Page<PendingEvent>>({
+        items,
+        next: end < events.length ? Option.some(eventCursor.encode(end)) : Option.none()
+      })
+    })
+
+  const remove = (record: PendingRecord) => {
+    records.delete(record.id)
+    seqs.delete(record.id)
+    journal.delete(record.id)
+    bySession.get(record.session)?.delete(record.id)
+  }
+
+  const prune = (input: PendingStore.PruneInput) =>
+    Effect.suspend(() => {
+      const problem = checkPrune(input)
+      if (problem !== undefined) return Effect.fail(invalidInput("prune", problem))
+      const settled: Array<PendingRecord> = []
+      for (const id of bySession.get(input.session) ?? []) {
+        const record = records.get(id)!
+        if (isTerminal(record.status)) settled.push(record)
+      }
+      // Most recently settled first; those past `keepLast`, or settled before `settledBefore`, go, oldest first.
+      settled.sort((a, b) => b.updatedAt - a.updatedAt || seqs.get(b.id)! - seqs.get(a.id)!)
+      const keep = Option.getOrElse(input.keepLast, () => Infinity)
+      const before = Option.getOrElse(input.settledBefore, () => -Infinity)
+      const doomed = settled.filter((record, i) => i >= keep || record.updatedAt < before).reverse()
+        .slice(0, input.batch)
+      doomed.forEach(remove)
+      return Effect.succeed(doomed.length)
+    })
+
+  const heartbeat = (input: PendingStore.HeartbeatInput) =>
+    Effect.suspend(() => {
+      const problem = checkHeartbeat(input)
+      if (problem !== undefined) return Effect.fail(invalidInput("heartbeat", problem))
+      for (const [instance, until] of instances) if (until <= input.now) instances.delete(instance)
+      instances.set(input.instance, input.leaseUntil)
+      for (const id of resolving) {
+        const record = records.get(id)!
+        if (record.owner === input.instance) records.set(id, Object.freeze({ ...record, leaseUntil: input.leaseUntil }))
+      }
+      return Effect.void
+    })
 
   return PendingStore.of({
     insert,
     get: (id) => Effect.sync(() => Option.fromNullable(records.get(id))),
-    list: (session) => Effect.sync(() => newestFirst(bySession.get(session) ?? [])),
-    listOpen: (session) => Effect.sync(() => newestFirst(openBySession.get(session) ?? [])),
+    list: (session) => Effect.sync(() => sorted(bySession.get(session))),
+    listPage,
+    listOpen: (session) => Effect.sync(() => sorted(openBySession.get(session))),
     claim,
     settle,
     transition,
     stale,
     history: (id) => Effect.sync(() => journal.get(id)?.slice() ?? []),
+    historyPage,
+    prune,
+    heartbeat,
+    release: (instance) => Effect.sync(() => void instances.delete(instance)),
+    leases: (ids) =>
+      Effect.sync(() => {
+        const found = new Map<string, number>()
+        for (const id of ids) {
+          const until = instances.get(id)
+          if (until !== undefined) found.set(id, until)
+        }
+        return found
+      }),
     saveSession: (session, state) =>
       Effect.suspend(() => {
         const problem = checkSession(session, state)

@@ -10,7 +10,9 @@
  *
  * Columns are read without the client's name transforms, so a client configured with `transformResultNames` works.
  * Epoch milliseconds are `INTEGER` (SQLite) / `bigint` (Postgres, which returns them as strings; they are decoded
- * back to numbers exactly).
+ * back to numbers exactly). Every row is decoded on its own: a row changed outside the store (a payload that is not
+ * JSON, a time or status it cannot read) comes back as an `unreadable` record with the reason, and the others as
+ * usual.
  *
  * @example
  * ```ts
@@ -32,15 +34,22 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
-import type { PendingEvent, PendingRecord } from "../domain/PendingRecord.js"
-import { isPendingStatus } from "../domain/PendingRecord.js"
+import type { PendingEvent, PendingRecord, PendingStatus } from "../domain/PendingRecord.js"
+import { isTerminal, openStatuses, storedStatuses, terminalStatuses } from "../domain/PendingRecord.js"
+import { capText } from "../internal/render.js"
 import {
+  badCursor,
   checkClaim,
+  checkHeartbeat,
+  checkPage,
+  checkPrune,
   checkRecord,
   checkSession,
   checkSettle,
   checkTransition,
-  payloadJson
+  eventCursor,
+  payloadJson,
+  recordCursor
 } from "../services/internal/pendingStore.js"
 import { duplicateId, invalidInput, PendingStore, PendingStoreError } from "../services/PendingStore.js"
 
@@ -52,11 +61,16 @@ import { duplicateId, invalidInput, PendingStore, PendingStoreError } from "../s
  */
 export const migrationsTable = "effect_resolve_migrations"
 
-const statusCheck = "status IN ('pending', 'resolving', 'applied', 'discarded', 'cleared', 'expired', " +
-  "'orphaned', 'conflict')"
+/** `status IN ('a', 'b', ...)`, for the constant lists of statuses. */
+const statusIn = (list: ReadonlyArray<PendingStatus>) => `status IN (${list.map((status) => `'${status}'`).join(", ")})`
+
+const statusCheck = statusIn(storedStatuses)
 
 /** The records not yet settled: what `listOpen` reads, through a partial index, so its cost follows their number. */
-const openStatuses = "status IN ('pending', 'resolving', 'orphaned', 'conflict')"
+const openCondition = statusIn(openStatuses)
+
+/** The settled records: what `prune` removes, through a partial index on when they settled. */
+const settledCondition = statusIn(terminalStatuses)
 
 const sqliteSchema: ReadonlyArray<string> = [
   `CREATE TABLE effect_resolve_pending (
@@ -78,7 +92,7 @@ const sqliteSchema: ReadonlyArray<string> = [
   outcome TEXT
 )`,
   "CREATE INDEX effect_resolve_pending_by_session ON effect_resolve_pending (session, created_at, seq)",
-  `CREATE INDEX effect_resolve_pending_open ON effect_resolve_pending (session, created_at, seq) WHERE ${openStatuses}`,
+  `CREATE INDEX effect_resolve_pending_open ON effect_resolve_pending (session, created_at, seq) WHERE ${openCondition}`,
   "CREATE INDEX effect_resolve_pending_by_lease ON effect_resolve_pending (lease_until) WHERE status = 'resolving'",
   `CREATE TABLE effect_resolve_events (
   seq INTEGER PRIMARY KEY,
@@ -127,7 +141,7 @@ const pgSchema: ReadonlyArray<string> = [
   outcome text
 )`,
   "CREATE INDEX effect_resolve_pending_by_session ON effect_resolve_pending (session, created_at, seq)",
-  `CREATE INDEX effect_resolve_pending_open ON effect_resolve_pending (session, created_at, seq) WHERE ${openStatuses}`,
+  `CREATE INDEX effect_resolve_pending_open ON effect_resolve_pending (session, created_at, seq) WHERE ${openCondition}`,
   "CREATE INDEX effect_resolve_pending_by_lease ON effect_resolve_pending (lease_until) WHERE status = 'resolving'",
   `CREATE TABLE effect_resolve_events (
   seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
@@ -162,17 +176,49 @@ $body$`,
 FOR EACH ROW EXECUTE FUNCTION effect_resolve_journal()`
 ]
 
-const createTables = Effect.flatMap(SqlClient.SqlClient, (sql) => {
-  const schema = sql.onDialectOrElse({
-    pg: () => pgSchema,
-    sqlite: () => sqliteSchema,
-    orElse: () => undefined
+// 0.3: who staged each record, the leases of runtime instances, and pruning of settled records.
+const sharedSessionsCommon: ReadonlyArray<string> = [
+  "ALTER TABLE effect_resolve_pending ADD COLUMN stager TEXT",
+  `CREATE TABLE effect_resolve_instances (
+  id TEXT PRIMARY KEY,
+  lease_until BIGINT NOT NULL
+)`,
+  `CREATE INDEX effect_resolve_pending_settled ON effect_resolve_pending (session, updated_at, seq)
+WHERE ${settledCondition}`
+]
+
+const sqliteSharedSessions: ReadonlyArray<string> = [
+  ...sharedSessionsCommon,
+  `CREATE TRIGGER effect_resolve_pending_deleted AFTER DELETE ON effect_resolve_pending
+BEGIN
+  DELETE FROM effect_resolve_events WHERE action_id = OLD.id;
+END`
+]
+
+const pgSharedSessions: ReadonlyArray<string> = [
+  ...sharedSessionsCommon,
+  `CREATE FUNCTION effect_resolve_forget() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $body$
+BEGIN
+  DELETE FROM effect_resolve_events WHERE action_id = OLD.id;
+  RETURN NULL;
+END
+$body$`,
+  `CREATE TRIGGER effect_resolve_pending_deleted AFTER DELETE ON effect_resolve_pending
+FOR EACH ROW EXECUTE FUNCTION effect_resolve_forget()`
+]
+
+const runStatements = (statements: { readonly pg: ReadonlyArray<string>; readonly sqlite: ReadonlyArray<string> }) =>
+  Effect.flatMap(SqlClient.SqlClient, (sql) => {
+    const schema = sql.onDialectOrElse({
+      pg: () => statements.pg,
+      sqlite: () => statements.sqlite,
+      orElse: () => undefined
+    })
+    // Another dialect must not be recorded as migrated with no table made.
+    return schema === undefined ?
+      Effect.fail(new Error("the SQL pending store supports SQLite and Postgres only")) :
+      Effect.forEach(schema, (statement) => sql.unsafe(statement).raw, { discard: true })
   })
-  // Another dialect must not be recorded as migrated with no table made.
-  return schema === undefined ?
-    Effect.fail(new Error("the SQL pending store supports SQLite and Postgres only")) :
-    Effect.forEach(schema, (statement) => sql.unsafe(statement).raw, { discard: true })
-})
 
 /**
  * The migrations of the store, for `@effect/sql`'s `Migrator` (what `migrate` runs).
@@ -180,7 +226,10 @@ const createTables = Effect.flatMap(SqlClient.SqlClient, (sql) => {
  * @since 0.2.0
  * @category migrations
  */
-export const migrations: Migrator.Loader = Migrator.fromRecord({ "1_pending_store": createTables })
+export const migrations: Migrator.Loader = Migrator.fromRecord({
+  "1_pending_store": runStatements({ pg: pgSchema, sqlite: sqliteSchema }),
+  "2_shared_sessions": runStatements({ pg: pgSharedSessions, sqlite: sqliteSharedSessions })
+})
 
 const runMigrator = Migrator.make({})
 
@@ -224,77 +273,132 @@ export const migrate: Effect.Effect<void, PendingStoreError, SqlClient.SqlClient
       )
 )
 
-const recordColumns = "id, session, kind, label, source_tool_name, preview, payload, status, attempts, owner, " +
-  "lease_until, created_at, updated_at, expires_at, outcome"
+const recordColumns = "id, session, kind, label, source_tool_name, stager, preview, payload, status, attempts, " +
+  "owner, lease_until, created_at, updated_at, expires_at, outcome"
 
+/** A row as the driver gives it: its values are whatever the table holds, so nothing is trusted. */
 interface RecordRow {
-  readonly id: string
-  readonly session: string
-  readonly kind: string
-  readonly label: string
-  readonly source_tool_name: string
-  readonly preview: string
-  readonly payload: string
-  readonly status: string
-  readonly attempts: number | string
-  readonly owner: string | null
-  readonly lease_until: number | string | null
-  readonly created_at: number | string
-  readonly updated_at: number | string
-  readonly expires_at: number | string | null
-  readonly outcome: string | null
+  readonly id: unknown
+  readonly session: unknown
+  readonly kind: unknown
+  readonly label: unknown
+  readonly source_tool_name: unknown
+  readonly stager: unknown
+  readonly preview: unknown
+  readonly payload: unknown
+  readonly status: unknown
+  readonly attempts: unknown
+  readonly owner: unknown
+  readonly lease_until: unknown
+  readonly created_at: unknown
+  readonly updated_at: unknown
+  readonly expires_at: unknown
+  readonly outcome: unknown
 }
 
 interface EventRow {
-  readonly action_id: string
-  readonly at: number | string
-  readonly from_status: string | null
-  readonly to_status: string
-  readonly owner: string | null
-  readonly attempt: number | string
+  readonly seq: unknown
+  readonly action_id: unknown
+  readonly at: unknown
+  readonly from_status: unknown
+  readonly to_status: unknown
+  readonly owner: unknown
+  readonly attempt: unknown
 }
 
-const millis = (u: number | string): number => {
-  const n = typeof u === "number" ? u : Number(u)
-  if (!Number.isSafeInteger(n)) throw new Error(`${JSON.stringify(u)} is not an integer number of milliseconds`)
-  return n
+const quoted = (u: unknown): string => {
+  try {
+    return capText(typeof u === "string" ? JSON.stringify(u) : String(u), 80)
+  } catch {
+    return "a value that cannot be shown"
+  }
 }
 
-const nullableMillis = (u: number | string | null): number | null => u === null ? null : millis(u)
+/**
+ * Reads the columns of one row, collecting what cannot be read instead of throwing: each reader returns a usable
+ * value (a fallback when the column is bad) and notes the problem.
+ */
+const rowReader = () => {
+  const problems: Array<string> = []
+  const note = <A>(problem: string, fallback: A): A => {
+    problems.push(problem)
+    return fallback
+  }
+  const text = (name: string, u: unknown): string => typeof u === "string" ? u : note(`${name} is not text`, String(u))
+  const nullableText = (name: string, u: unknown): string | null => u === null ? null : text(name, u)
+  const millis = (name: string, u: unknown): number => {
+    const n = typeof u === "number" ? u : typeof u === "string" && /^\d{1,16}$/.test(u) ? Number(u) : Number.NaN
+    return Number.isSafeInteger(n) && n >= 0 ? n : note(`${name} ${quoted(u)} is not epoch milliseconds`, 0)
+  }
+  const nullableMillis = (name: string, u: unknown): number | null => u === null ? null : millis(name, u)
+  const status = (name: string, u: unknown): PendingStatus | undefined =>
+    storedStatuses.includes(u as PendingStatus) ?
+      u as PendingStatus :
+      note(`${name} ${quoted(u)} is not a status`, undefined)
+  const json = (name: string, u: unknown): unknown => {
+    if (typeof u !== "string") return note(`${name} is not JSON text`, null)
+    try {
+      return JSON.parse(u)
+    } catch (error) {
+      return note(`${name} is not JSON (${error instanceof Error ? error.message : String(error)})`, null)
+    }
+  }
+  return { problems, text, nullableText, millis, nullableMillis, status, json }
+}
 
+/**
+ * One row as a record. A row that cannot be wholly read is an `unreadable` record that says why, unless its status
+ * says it is settled (nothing more happens to it, so it keeps that status).
+ */
 const toRecord = (row: RecordRow): PendingRecord => {
-  if (!isPendingStatus(row.status)) throw new Error(`unknown status ${JSON.stringify(row.status)}`)
+  const read = rowReader()
+  const record = {
+    id: read.text("id", row.id),
+    session: read.text("session", row.session),
+    kind: read.text("kind", row.kind),
+    label: read.text("label", row.label),
+    sourceToolName: read.text("source_tool_name", row.source_tool_name),
+    stager: read.nullableText("stager", row.stager),
+    preview: read.text("preview", row.preview),
+    payload: read.json("payload", row.payload),
+    attempts: read.millis("attempts", row.attempts),
+    owner: read.nullableText("owner", row.owner),
+    leaseUntil: read.nullableMillis("lease_until", row.lease_until),
+    createdAt: read.millis("created_at", row.created_at),
+    updatedAt: read.millis("updated_at", row.updated_at),
+    expiresAt: read.nullableMillis("expires_at", row.expires_at),
+    outcome: read.nullableText("outcome", row.outcome)
+  }
+  const status = read.status("status", row.status)
+  if (read.problems.length === 0 && status !== undefined) return { ...record, status }
+  if (status !== undefined && isTerminal(status)) return { ...record, status }
   return {
-    id: row.id,
-    session: row.session,
-    kind: row.kind,
-    label: row.label,
-    sourceToolName: row.source_tool_name,
-    preview: row.preview,
-    payload: JSON.parse(row.payload),
-    status: row.status,
-    attempts: millis(row.attempts),
-    owner: row.owner,
-    leaseUntil: nullableMillis(row.lease_until),
-    createdAt: millis(row.created_at),
-    updatedAt: millis(row.updated_at),
-    expiresAt: nullableMillis(row.expires_at),
-    outcome: row.outcome
+    ...record,
+    status: "unreadable",
+    owner: null,
+    leaseUntil: null,
+    outcome: capText(
+      `The stored row cannot be read: ${read.problems.join("; ")}. It was changed outside the store; it is never ` +
+        "applied, and can be discarded.",
+      2_000
+    )
   }
 }
 
+/** One journal row as an event; a row that cannot be read is an event to `unreadable`. */
 const toEvent = (row: EventRow): PendingEvent => {
-  if (!isPendingStatus(row.to_status) || !(row.from_status === null || isPendingStatus(row.from_status))) {
-    throw new Error(`unknown status in ${JSON.stringify([row.from_status, row.to_status])}`)
+  const read = rowReader()
+  const to = read.status("to_status", row.to_status)
+  const from = row.from_status === null ? null : read.status("from_status", row.from_status)
+  const event = {
+    actionId: read.text("action_id", row.action_id),
+    at: read.millis("at", row.at),
+    owner: read.nullableText("owner", row.owner),
+    attempt: read.millis("attempt", row.attempt)
   }
-  return {
-    actionId: row.action_id,
-    at: millis(row.at),
-    from: row.from_status,
-    to: row.to_status,
-    owner: row.owner,
-    attempt: millis(row.attempt)
-  }
+  return read.problems.length === 0 ?
+    { ...event, from: from ?? null, to: to! } :
+    { ...event, from: from ?? null, to: "unreadable" }
 }
 
 const describe = (cause: unknown): string => {
@@ -319,23 +423,18 @@ const writeFailed = (operation: string) => (cause: SqlError) =>
     cause
   })
 
-const decode = <Row, A>(operation: string, rows: ReadonlyArray<Row>, f: (row: Row) => A) =>
-  Effect.try({
-    try: () => rows.map(f),
-    catch: (cause) =>
-      new PendingStoreError({
-        operation,
-        detail: `a stored row could not be read (${describe(cause)}); the store's tables may have been changed ` +
-          "outside the store. Nothing was changed.",
-        cause
-      })
-  })
-
 /** SQLite reports a locked database as SQLITE_BUSY (after its busy timeout); the statement did not run. */
 const isBusy = (error: SqlError) => {
   const code = (error.cause as { code?: unknown } | null | undefined)?.code
   return typeof code === "string" && code.startsWith("SQLITE_BUSY")
 }
+
+/** Postgres returns `bigint` columns as text: a sequence number as a number. */
+const seqOf = (u: unknown): number => typeof u === "number" ? u : Number(u)
+
+/** A raw `created_at` for a cursor: a number when it is one, else the text a corrupted SQLite row holds. */
+const rawMillis = (u: unknown): number | string =>
+  typeof u === "number" ? u : typeof u === "string" && /^\d{1,16}$/.test(u) ? Number(u) : String(u)
 
 /**
  * Builds the store on the `SqlClient` in context (SQLite or Postgres). It does not create the tables: run
@@ -363,13 +462,17 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
       orElse: () => (self) => self
     })
     const columns = sql.literal(recordColumns)
+    const settled = sql.literal(settledCondition)
 
+    const run = <Row extends object>(operation: string, statement: Effect.Effect<ReadonlyArray<Row>, SqlError>) =>
+      Effect.mapError(retryBusy(statement), readFailed(operation))
+
+    // Every row is decoded on its own: one bad row never fails a read.
     const read = <Row extends object, A>(
       operation: string,
       statement: Effect.Effect<ReadonlyArray<Row>, SqlError>,
       f: (row: Row) => A
-    ) =>
-      Effect.flatMap(Effect.mapError(retryBusy(statement), readFailed(operation)), (rows) => decode(operation, rows, f))
+    ) => Effect.map(run(operation, statement), (rows) => rows.map(f))
 
     const write = <Row extends object>(operation: string, statement: Effect.Effect<ReadonlyArray<Row>, SqlError>) =>
       Effect.uninterruptible(Effect.mapError(retryBusy(statement), writeFailed(operation)))
@@ -384,8 +487,8 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
         }
         const statement = sql<{ readonly id: string }>`INSERT INTO effect_resolve_pending (${columns})
           VALUES (${record.id}, ${record.session}, ${record.kind}, ${record.label}, ${record.sourceToolName},
-            ${record.preview}, ${payload}, ${record.status}, ${record.attempts}, NULL, NULL, ${record.createdAt},
-            ${record.updatedAt}, ${record.expiresAt}, ${record.outcome})
+            ${record.stager}, ${record.preview}, ${payload}, ${record.status}, ${record.attempts}, NULL, NULL,
+            ${record.createdAt}, ${record.updatedAt}, ${record.expiresAt}, ${record.outcome})
           ON CONFLICT (id) DO NOTHING RETURNING id`
         return Effect.flatMap(
           write("insert", statement.withoutTransform),
@@ -402,12 +505,9 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
             lease_until = ${input.leaseUntil}, updated_at = ${input.now}
           WHERE id = ${input.id} AND status = 'pending' AND (expires_at IS NULL OR expires_at > ${input.now})
           RETURNING ${columns}`
-        return Effect.flatMap(
+        return Effect.map(
           write("claim", statement.withoutTransform),
-          (rows) =>
-            rows.length === 0 ?
-              Effect.succeed(Option.none<PendingRecord>()) :
-              Effect.map(decode("claim", rows, toRecord), (records) => Option.some(records[0]!))
+          (rows) => rows.length === 0 ? Option.none<PendingRecord>() : Option.some(toRecord(rows[0]!))
         )
       })
 
@@ -432,11 +532,147 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
           Option.isSome(input.owner) ?
           sql`AND owner = ${input.owner.value}` :
           sql.literal("AND owner IS NULL")
-        const statement = sql<{ readonly id: string }>`UPDATE effect_resolve_pending
-          SET status = ${input.to}, owner = NULL, lease_until = NULL, updated_at = ${input.now}
-          WHERE id = ${input.id} AND status IN ${sql.in(input.from)} ${guard}
-          RETURNING id`
-        return Effect.map(write("transition", statement.withoutTransform), (rows) => rows.length > 0)
+        const stager = input.stager === undefined ? sql.literal("") : sql`, stager = ${input.stager}`
+        const set = sql`SET status = ${input.to}, owner = NULL, lease_until = NULL, updated_at = ${input.now}${stager}`
+        const from = input.from.filter((status) => status !== "unreadable")
+        const usual = from.length === 0 ? Effect.succeed(false) : Effect.map(
+          write(
+            "transition",
+            sql<{ readonly id: string }>`UPDATE effect_resolve_pending ${set}
+              WHERE id = ${input.id} AND status IN ${sql.in(from)} ${guard}
+              RETURNING id`.withoutTransform
+          ),
+          (rows) => rows.length > 0
+        )
+        if (from.length === input.from.length) return usual
+        // From `unreadable`: the row is read first, and changed only if it is still the very row read as such (its
+        // stored status and payload unchanged), and not claimed under a lease that still holds.
+        const unreadable = Effect.flatMap(
+          run(
+            "transition",
+            sql<RecordRow>`SELECT ${columns} FROM effect_resolve_pending
+            WHERE id = ${input.id}`.withoutTransform
+          ),
+          ([row]) => {
+            if (row === undefined || toRecord(row).status !== "unreadable") return Effect.succeed(false)
+            if (input.owner !== undefined && row.owner !== Option.getOrNull(input.owner)) return Effect.succeed(false)
+            return Effect.map(
+              write(
+                "transition",
+                sql<{ readonly id: string }>`UPDATE effect_resolve_pending ${set}
+                  WHERE id = ${input.id} AND status = ${row.status as string} AND payload = ${row.payload as string}
+                    AND (status <> 'resolving' OR lease_until <= ${input.now})
+                  RETURNING id`.withoutTransform
+              ),
+              (rows) => rows.length > 0
+            )
+          }
+        )
+        return Effect.flatMap(usual, (done) => done ? Effect.succeed(true) : unreadable)
+      })
+
+    const listPage = (session: string, options: PendingStore.PageOptions) =>
+      Effect.suspend(() => {
+        const problem = checkPage(options)
+        if (problem !== undefined) return Effect.fail(invalidInput("listPage", problem))
+        const after = options.cursor === undefined ? undefined : recordCursor.decode(options.cursor)
+        if (options.cursor !== undefined && after === undefined) {
+          return Effect.fail(invalidInput("listPage", badCursor))
+        }
+        const from = after === undefined ?
+          sql.literal("") :
+          sql`AND (created_at < ${after.createdAt} OR (created_at = ${after.createdAt} AND seq < ${after.seq}))`
+        const statement = sql<RecordRow & { readonly seq: unknown }>`SELECT seq, ${columns}
+          FROM effect_resolve_pending WHERE session = ${session} ${from}
+          ORDER BY created_at DESC, seq DESC LIMIT ${options.limit + 1}`
+        return Effect.map(run("listPage", statement.withoutTransform), (rows): PendingStore.Page<PendingRecord> => {
+          const page = rows.slice(0, options.limit)
+          const last = page[page.length - 1]
+          return {
+            items: page.map(toRecord),
+            next: rows.length > options.limit && last !== undefined ?
+              Option.some(recordCursor.encode(rawMillis(last.created_at), seqOf(last.seq))) :
+              Option.none()
+          }
+        })
+      })
+
+    const historyPage = (id: string, options: PendingStore.PageOptions) =>
+      Effect.suspend(() => {
+        const problem = checkPage(options)
+        if (problem !== undefined) return Effect.fail(invalidInput("historyPage", problem))
+        const after = options.cursor === undefined ? 0 : eventCursor.decode(options.cursor)
+        if (after === undefined) return Effect.fail(invalidInput("historyPage", badCursor))
+        const statement = sql<EventRow>`SELECT seq, action_id, at, from_status, to_status, owner, attempt
+          FROM effect_resolve_events WHERE action_id = ${id} AND seq > ${after} ORDER BY seq
+          LIMIT ${options.limit + 1}`
+        return Effect.map(run("historyPage", statement.withoutTransform), (rows): PendingStore.Page<PendingEvent> => {
+          const page = rows.slice(0, options.limit)
+          const last = page[page.length - 1]
+          return {
+            items: page.map(toEvent),
+            next: rows.length > options.limit && last !== undefined ?
+              Option.some(eventCursor.encode(seqOf(last.seq))) :
+              Option.none()
+          }
+        })
+      })
+
+    const prune = (input: PendingStore.PruneInput) =>
+      Effect.suspend(() => {
+        const problem = checkPrune(input)
+        if (problem !== undefined) return Effect.fail(invalidInput("prune", problem))
+        // The newest settled record past `keepLast`: it and every record settled before it go.
+        const boundary = Option.match(input.keepLast, {
+          onNone: () => Effect.succeed(Option.none<{ readonly updated_at: unknown; readonly seq: unknown }>()),
+          onSome: (keep) =>
+            Effect.map(
+              run(
+                "prune",
+                sql<{ readonly updated_at: unknown; readonly seq: unknown }>`SELECT updated_at, seq
+                  FROM effect_resolve_pending WHERE session = ${input.session} AND ${settled}
+                  ORDER BY updated_at DESC, seq DESC LIMIT 1 OFFSET ${keep}`.withoutTransform
+              ),
+              (rows) => Option.fromNullable(rows[0])
+            )
+        })
+        return Effect.flatMap(boundary, (past) => {
+          const conditions = [
+            ...Option.toArray(Option.map(past, (b) =>
+              sql`(updated_at < ${b.updated_at as number} OR
+                (updated_at = ${b.updated_at as number} AND seq <= ${b.seq as number}))`)),
+            ...Option.toArray(Option.map(input.settledBefore, (before) => sql`updated_at < ${before}`))
+          ]
+          if (conditions.length === 0) return Effect.succeed(0)
+          const statement = sql<{ readonly id: string }>`DELETE FROM effect_resolve_pending WHERE id IN (
+            SELECT id FROM effect_resolve_pending
+            WHERE session = ${input.session} AND ${settled} AND (${sql.or(conditions)})
+            ORDER BY updated_at, seq LIMIT ${input.batch}
+          ) RETURNING id`
+          return Effect.map(write("prune", statement.withoutTransform), (rows) => rows.length)
+        })
+      })
+
+    const heartbeat = (input: PendingStore.HeartbeatInput) =>
+      Effect.suspend(() => {
+        const problem = checkHeartbeat(input)
+        if (problem !== undefined) return Effect.fail(invalidInput("heartbeat", problem))
+        return Effect.all([
+          write(
+            "heartbeat",
+            sql`DELETE FROM effect_resolve_instances WHERE lease_until <= ${input.now}`.withoutTransform
+          ),
+          write(
+            "heartbeat",
+            sql`INSERT INTO effect_resolve_instances (id, lease_until) VALUES (${input.instance}, ${input.leaseUntil})
+              ON CONFLICT (id) DO UPDATE SET lease_until = excluded.lease_until`.withoutTransform
+          ),
+          write(
+            "heartbeat",
+            sql`UPDATE effect_resolve_pending SET lease_until = ${input.leaseUntil}
+              WHERE status = 'resolving' AND owner = ${input.instance}`.withoutTransform
+          )
+        ], { discard: true })
       })
 
     const saveSession = (session: string, state: string) =>
@@ -465,9 +701,10 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
           WHERE session = ${session} ORDER BY created_at DESC, seq DESC`
         return read("list", statement.withoutTransform, toRecord)
       },
+      listPage,
       listOpen: (session) => {
         const statement = sql<RecordRow>`SELECT ${columns} FROM effect_resolve_pending
-          WHERE session = ${session} AND ${sql.literal(openStatuses)} ORDER BY created_at DESC, seq DESC`
+          WHERE session = ${session} AND ${sql.literal(openCondition)} ORDER BY created_at DESC, seq DESC`
         return read("listOpen", statement.withoutTransform, toRecord)
       },
       claim,
@@ -479,10 +716,35 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
         return read("stale", statement.withoutTransform, toRecord)
       },
       history: (id) => {
-        const statement = sql<EventRow>`SELECT action_id, at, from_status, to_status, owner, attempt
+        const statement = sql<EventRow>`SELECT seq, action_id, at, from_status, to_status, owner, attempt
           FROM effect_resolve_events WHERE action_id = ${id} ORDER BY seq`
         return read("history", statement.withoutTransform, toEvent)
       },
+      historyPage,
+      prune,
+      heartbeat,
+      release: (instance) =>
+        Effect.asVoid(
+          write("release", sql`DELETE FROM effect_resolve_instances WHERE id = ${instance}`.withoutTransform)
+        ),
+      leases: (instances) =>
+        instances.length === 0 ?
+          Effect.succeed(new Map<string, number>()) :
+          Effect.map(
+            run(
+              "leases",
+              sql<{ readonly id: unknown; readonly lease_until: unknown }>`SELECT id, lease_until
+                FROM effect_resolve_instances WHERE id IN ${sql.in(instances)}`.withoutTransform
+            ),
+            (rows) => {
+              const found = new Map<string, number>()
+              for (const row of rows) {
+                const until = seqOf(row.lease_until)
+                if (typeof row.id === "string" && Number.isSafeInteger(until)) found.set(row.id, until)
+              }
+              return found
+            }
+          ),
       saveSession,
       loadSession: (session) => {
         const statement = sql<{ readonly state: string }>`SELECT state FROM effect_resolve_sessions

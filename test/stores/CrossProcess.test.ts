@@ -82,6 +82,7 @@ const record = (id: string, now: number) => ({
   kind: "edit",
   label: `Edit ${id}`,
   sourceToolName: "edit",
+  stager: null,
   preview: id,
   payload: null,
   status: "pending" as const,

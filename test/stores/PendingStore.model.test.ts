@@ -209,6 +209,7 @@ const check = (store: PendingStore.Service, run: ReadonlyArray<Step>) =>
             kind: "edit",
             label: `Edit ${c.id}`,
             sourceToolName: "edit",
+            stager: null,
             preview: `preview ${i}`,
             payload: { step: i },
             status: "pending",

@@ -23,6 +23,7 @@ const record = (id: string, overrides: Partial<PendingRecord> = {}): PendingReco
   kind: "edit",
   label: `Edit: 1 replacement(s) in ${id}`,
   sourceToolName: "edit",
+  stager: null,
   preview: `--- a/${id}\n+++ b/${id}\n-old ✓\n+new “quoted” 'single'`,
   payload: { paths: [`${id}.ts`], before: "e3b0c442", writes: [{ path: "x", text: "a\nb" }], n: 1.5, ok: null },
   status: "pending",
@@ -391,6 +392,204 @@ for (const subject of subjects(tmp.dir, pg)) {
         deepStrictEqual(some(yield* store.get("a")), record("a"))
         strictEqual((yield* store.history("a")).length, 1)
         deepStrictEqual((yield* store.list("s1")).map((r) => r.id), ["a"])
+      }))
+
+    test("the stager round-trips, and a transition with a stager makes it the record's", (store) =>
+      Effect.gen(function*() {
+        yield* store.insert(record("a", { stager: "box:12:0:abc" }))
+        strictEqual(some(yield* store.get("a")).stager, "box:12:0:abc")
+        yield* store.transition({ id: "a", from: ["pending"], to: "orphaned", now: T0 + 1 })
+        strictEqual(some(yield* store.get("a")).stager, "box:12:0:abc")
+        strictEqual(
+          yield* store.transition({ id: "a", from: ["orphaned"], to: "pending", stager: "box:13:0:def", now: T0 + 2 }),
+          true
+        )
+        deepStrictEqual(
+          [some(yield* store.get("a")).status, some(yield* store.get("a")).stager],
+          ["pending", "box:13:0:def"]
+        )
+        strictEqual(
+          (yield* storeError(store.transition({ id: "a", from: ["pending"], to: "unreadable", now: T0 + 3 })))
+            .message.includes("never written"),
+          true
+        )
+        strictEqual((yield* storeError(store.insert(record("b", { stager: "" })))).operation, "insert")
+      }))
+
+    test("listPage: pages cover list exactly, in its order; a cursor survives inserts and pruning", (store) =>
+      Effect.gen(function*() {
+        // 23 records, some with equal times, in two sessions.
+        for (let i = 0; i < 23; i++) {
+          yield* store.insert(record(`r${i}`, { createdAt: T0 + Math.floor(i / 3), updatedAt: T0 + i }))
+        }
+        yield* store.insert(record("other", { session: "s2" }))
+        const all = (yield* store.list("s1")).map((r) => r.id)
+        for (const limit of [1, 4, 5, 23, 1000]) {
+          const seen: Array<string> = []
+          let cursor: string | undefined
+          for (let pages = 0; pages < 30; pages++) {
+            const page: PendingStore.Page<PendingRecord> = yield* store.listPage("s1", { limit, cursor })
+            strictEqual(page.items.length <= limit, true)
+            seen.push(...page.items.map((r) => r.id))
+            if (Option.isNone(page.next)) break
+            cursor = page.next.value
+          }
+          deepStrictEqual(seen, all)
+        }
+        // A cursor taken before newer records arrive and older settled ones are pruned still continues.
+        const first = yield* store.listPage("s1", { limit: 10 })
+        yield* store.insert(record("newer", { createdAt: T0 + 100 }))
+        yield* store.claim({ id: "r0", owner: "o", leaseUntil: T0 + 50, now: T0 + 30 })
+        yield* store.settle({ id: "r0", owner: "o", to: "applied", outcome: Option.none(), now: T0 + 31 })
+        strictEqual(
+          yield* store.prune({ session: "s1", keepLast: Option.some(0), settledBefore: Option.none(), batch: 10 }),
+          1
+        )
+        const rest = yield* store.listPage("s1", { limit: 1000, cursor: Option.getOrThrow(first.next) })
+        deepStrictEqual(rest.items.map((r) => r.id), all.slice(10).filter((id) => id !== "r0"))
+        strictEqual(Option.isNone(rest.next), true)
+        deepStrictEqual(yield* store.listPage("nobody", { limit: 5 }), { items: [], next: Option.none() })
+      }))
+
+    test("listPage and historyPage refuse a bad limit or cursor with a typed error", (store) =>
+      Effect.gen(function*() {
+        yield* store.insert(record("a"))
+        const errors = [
+          yield* storeError(store.listPage("s1", { limit: 0 })),
+          yield* storeError(store.listPage("s1", { limit: 1001 })),
+          yield* storeError(store.listPage("s1", { limit: 2.5 })),
+          yield* storeError(store.listPage("s1", { limit: 5, cursor: "not a cursor" })),
+          yield* storeError(store.listPage("s1", { limit: 5, cursor: "WzEsMl0x" })),
+          yield* storeError(store.historyPage("a", { limit: 5, cursor: "r1.2" })),
+          yield* storeError(store.historyPage("a", { limit: -1 }))
+        ]
+        strictEqual(errors.every((e) => e.message.endsWith("nothing was changed.")), true)
+        strictEqual(errors[3]!.message.includes("start again without a cursor"), true)
+      }))
+
+    test("historyPage: pages cover history exactly, oldest first", (store) =>
+      Effect.gen(function*() {
+        yield* store.insert(record("a"))
+        for (let i = 0; i < 6; i++) {
+          yield* store.claim({ id: "a", owner: "o", leaseUntil: T0 + 100 + i, now: T0 + 2 * i + 1 })
+          yield* store.settle({ id: "a", owner: "o", to: "pending", outcome: Option.none(), now: T0 + 2 * i + 2 })
+        }
+        const all = yield* store.history("a")
+        strictEqual(all.length, 13)
+        for (const limit of [1, 3, 13, 50]) {
+          const seen: Array<PendingEvent> = []
+          let cursor: string | undefined
+          for (let pages = 0; pages < 20; pages++) {
+            const page: PendingStore.Page<PendingEvent> = yield* store.historyPage("a", { limit, cursor })
+            seen.push(...page.items)
+            if (Option.isNone(page.next)) break
+            cursor = page.next.value
+          }
+          deepStrictEqual(seen, all)
+        }
+        deepStrictEqual(yield* store.historyPage("unknown", { limit: 3 }), { items: [], next: Option.none() })
+      }))
+
+    test("prune: settled records beyond keepLast or settled before a time go, oldest first, journals too", (store) =>
+      Effect.gen(function*() {
+        // s1: 6 settled (settling at T0+10..T0+15), 1 pending, 1 resolving, 1 orphaned, 1 conflict; s2: 1 settled.
+        const ends = ["applied", "discarded", "applied", "discarded", "applied", "applied"] as const
+        for (let i = 0; i < 6; i++) {
+          yield* store.insert(record(`d${i}`))
+          yield* store.claim({ id: `d${i}`, owner: "o", leaseUntil: T0 + 100, now: T0 + 1 })
+          yield* store.settle({ id: `d${i}`, owner: "o", to: ends[i]!, outcome: Option.none(), now: T0 + 10 + i })
+        }
+        yield* store.insert(record("p"))
+        yield* store.insert(record("r"))
+        yield* store.claim({ id: "r", owner: "o", leaseUntil: T0 + 100, now: T0 + 1 })
+        yield* store.insert(record("o"))
+        yield* store.transition({ id: "o", from: ["pending"], to: "orphaned", now: T0 + 1 })
+        yield* store.insert(record("c"))
+        yield* store.transition({ id: "c", from: ["pending"], to: "conflict", now: T0 + 1 })
+        yield* store.insert(record("x", { session: "s2" }))
+        yield* store.transition({ id: "x", from: ["pending"], to: "cleared", now: T0 + 1 })
+        const ids = Effect.map(store.list("s1"), (all) => all.map((r) => r.id).sort())
+        const open = ["c", "o", "p", "r"]
+
+        strictEqual(
+          yield* store.prune({ session: "s1", keepLast: Option.none(), settledBefore: Option.none(), batch: 5 }),
+          0
+        )
+        // Keep the 4 most recently settled: d0 and d1 go, in a batch of 1 each.
+        strictEqual(
+          yield* store.prune({ session: "s1", keepLast: Option.some(4), settledBefore: Option.none(), batch: 1 }),
+          1
+        )
+        deepStrictEqual(yield* ids, [...open, "d1", "d2", "d3", "d4", "d5"].sort())
+        strictEqual(
+          yield* store.prune({ session: "s1", keepLast: Option.some(4), settledBefore: Option.none(), batch: 9 }),
+          1
+        )
+        strictEqual(
+          yield* store.prune({ session: "s1", keepLast: Option.some(4), settledBefore: Option.none(), batch: 9 }),
+          0
+        )
+        deepStrictEqual(yield* store.history("d0"), [])
+        deepStrictEqual(yield* store.history("d1"), [])
+        strictEqual((yield* store.history("d2")).length, 3)
+        // Settled before T0 + 14: d2, d3 go (d4 settled at T0 + 14 stays).
+        strictEqual(
+          yield* store.prune({
+            session: "s1",
+            keepLast: Option.some(100),
+            settledBefore: Option.some(T0 + 14),
+            batch: 9
+          }),
+          2
+        )
+        deepStrictEqual(yield* ids, [...open, "d4", "d5"].sort())
+        // keepLast 0 removes every settled record, never an open one, never another session's.
+        strictEqual(
+          yield* store.prune({ session: "s1", keepLast: Option.some(0), settledBefore: Option.none(), batch: 9 }),
+          2
+        )
+        deepStrictEqual(yield* ids, open)
+        strictEqual((yield* store.list("s2")).length, 1)
+        strictEqual(Option.isNone(yield* store.get("d5")), true)
+        const bad = yield* storeError(
+          store.prune({ session: "s1", keepLast: Option.some(-1), settledBefore: Option.none(), batch: 9 })
+        )
+        strictEqual(bad.operation, "prune")
+        strictEqual(
+          (yield* storeError(
+            store.prune({ session: "s1", keepLast: Option.none(), settledBefore: Option.none(), batch: 0 })
+          )).operation,
+          "prune"
+        )
+      }))
+
+    test("heartbeat records an instance's lease and renews its claims; leases, expiry and release", (store) =>
+      Effect.gen(function*() {
+        yield* store.insert(record("a"))
+        yield* store.insert(record("b"))
+        yield* store.insert(record("c"))
+        yield* store.claim({ id: "a", owner: "i1", leaseUntil: T0 + 10, now: T0 })
+        yield* store.claim({ id: "b", owner: "i2", leaseUntil: T0 + 10, now: T0 })
+        const journal = (yield* store.history("a")).length
+        yield* store.heartbeat({ instance: "i1", leaseUntil: T0 + 1_000, now: T0 + 5 })
+        yield* store.heartbeat({ instance: "i2", leaseUntil: T0 + 20, now: T0 + 5 })
+        deepStrictEqual(yield* store.leases(["i1", "i2", "i3"]), new Map([["i1", T0 + 1_000], ["i2", T0 + 20]]))
+        // Only i1's claim is renewed; the pending record and the journal are untouched.
+        strictEqual(some(yield* store.get("a")).leaseUntil, T0 + 1_000)
+        strictEqual(some(yield* store.get("b")).leaseUntil, T0 + 20)
+        strictEqual(some(yield* store.get("c")).leaseUntil, null)
+        strictEqual((yield* store.history("a")).length, journal)
+        deepStrictEqual((yield* store.stale(T0 + 500)).map((r) => r.id), ["b"])
+        // A later heartbeat forgets instances whose lease passed.
+        yield* store.heartbeat({ instance: "i1", leaseUntil: T0 + 2_000, now: T0 + 30 })
+        deepStrictEqual(yield* store.leases(["i1", "i2"]), new Map([["i1", T0 + 2_000]]))
+        yield* store.release("i1")
+        deepStrictEqual(yield* store.leases(["i1", "i2"]), new Map())
+        deepStrictEqual(yield* store.leases([]), new Map())
+        strictEqual(
+          (yield* storeError(store.heartbeat({ instance: "i1", leaseUntil: T0, now: T0 }))).operation,
+          "heartbeat"
+        )
       }))
 
     test("an invalid record is refused with a typed error and nothing is stored", (store) =>

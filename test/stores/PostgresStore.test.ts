@@ -25,6 +25,7 @@ const record = (id: string): PendingRecord => ({
   kind: "edit",
   label: "Edit: 1 replacement(s) in 1 file(s)",
   sourceToolName: "edit",
+  stager: null,
   preview: "-a\n+b",
   payload: { paths: ["a.ts"] },
   status: "pending",

@@ -27,6 +27,7 @@ const record = (id: string): PendingRecord => ({
   kind: "plan",
   label: "Plan: 3 steps",
   sourceToolName: "plan",
+  stager: null,
   preview: "1. a\n2. b\n3. c",
   payload: { steps: ["a", "b", "c"] },
   status: "pending",

@@ -28,6 +28,9 @@ export const checkRecord = (record: PendingRecord): string | undefined => {
   for (const field of ["session", "kind", "label", "sourceToolName", "preview"] as const) {
     if (!isText(record[field])) return `${field} must be a string`
   }
+  if (!(record.stager === null || (isText(record.stager) && record.stager.length > 0))) {
+    return "stager must be null or a non-empty string (the runtime instance that staged it)"
+  }
   if (record.status !== "pending") {
     return `a new record must be "pending", got ${JSON.stringify(record.status)}`
   }
@@ -88,12 +91,14 @@ export const checkTransition = (
     readonly from: ReadonlyArray<PendingStatus>
     readonly to: PendingStatus
     readonly owner?: Option.Option<string> | undefined
+    readonly stager?: string | undefined
     readonly now: number
   }
 ): string | undefined => {
   if (!isText(input.id)) return "id must be a string"
   if (!isPendingStatus(input.to)) return `to must be a status, got ${JSON.stringify(input.to)}`
   if (input.to === "resolving") return "only claim moves a record to \"resolving\"; call claim instead"
+  if (input.to === "unreadable") return "\"unreadable\" is what a read finds, never written; choose another target"
   if (!Array.isArray(input.from) || input.from.length === 0) return "from must list at least one status"
   for (const from of input.from) {
     if (!isPendingStatus(from)) return `from must list statuses, got ${JSON.stringify(from)}`
@@ -102,6 +107,9 @@ export const checkTransition = (
   }
   if (input.owner !== undefined && input.owner._tag === "Some" && !isText(input.owner.value)) {
     return "owner must be a string"
+  }
+  if (input.stager !== undefined && !(isText(input.stager) && input.stager.length > 0)) {
+    return "stager must be a non-empty string"
   }
   if (!isMillis(input.now)) return "now must be epoch milliseconds (a non-negative integer)"
   return undefined
@@ -112,4 +120,94 @@ export const checkSession = (session: string, state: string): string | undefined
   if (!isText(session)) return "session must be a string"
   if (!isText(state)) return "state must be a string"
   return undefined
+}
+
+/** What is wrong with a `heartbeat` input, if anything. */
+export const checkHeartbeat = (
+  input: { readonly instance: string; readonly leaseUntil: number; readonly now: number }
+): string | undefined => {
+  if (!isText(input.instance) || input.instance.length === 0) return "instance must be a non-empty string"
+  if (!isMillis(input.now)) return "now must be epoch milliseconds (a non-negative integer)"
+  if (!isMillis(input.leaseUntil) || input.leaseUntil <= input.now) {
+    return "leaseUntil must be epoch milliseconds after now"
+  }
+  return undefined
+}
+
+/** The most items one page holds. */
+export const maxPageLimit = 1_000
+
+/** What is wrong with page options, if anything. */
+export const checkPage = (
+  options: { readonly limit: number; readonly cursor?: string | undefined }
+): string | undefined => {
+  if (typeof options !== "object" || options === null) return "page options must be an object"
+  if (!(Number.isSafeInteger(options.limit) && options.limit >= 1 && options.limit <= maxPageLimit)) {
+    return `limit must be a whole number from 1 to ${maxPageLimit}`
+  }
+  if (options.cursor !== undefined && !isText(options.cursor)) return "cursor must be a string (a page's next)"
+  return undefined
+}
+
+/** The detail of a cursor that no page gave. */
+export const badCursor = "the cursor is not one a page of this listing gave; start again without a cursor"
+
+/** The most records one `prune` call removes. */
+export const maxPruneBatch = 10_000
+
+/** What is wrong with a `prune` input, if anything. */
+export const checkPrune = (
+  input: {
+    readonly session: string
+    readonly keepLast: Option.Option<number>
+    readonly settledBefore: Option.Option<number>
+    readonly batch: number
+  }
+): string | undefined => {
+  if (!isText(input.session)) return "session must be a string"
+  if (input.keepLast._tag === "Some" && !(Number.isSafeInteger(input.keepLast.value) && input.keepLast.value >= 0)) {
+    return "keepLast must be a whole number, 0 or more"
+  }
+  if (input.settledBefore._tag === "Some" && !isMillis(input.settledBefore.value)) {
+    return "settledBefore must be epoch milliseconds"
+  }
+  if (!(Number.isSafeInteger(input.batch) && input.batch >= 1 && input.batch <= maxPruneBatch)) {
+    return `batch must be a whole number from 1 to ${maxPruneBatch}`
+  }
+  return undefined
+}
+
+/**
+ * The cursor of a record listing: where the last record of a page sorts (its `createdAt` as stored, a number, or
+ * the text a corrupted row holds, and its insertion number), as base64url JSON.
+ */
+export const recordCursor = {
+  encode: (createdAt: number | string, seq: number): string =>
+    Buffer.from(JSON.stringify([createdAt, seq])).toString("base64url"),
+  decode: (cursor: string): { readonly createdAt: number | string; readonly seq: number } | undefined => {
+    if (!/^[A-Za-z0-9_-]{1,400}$/.test(cursor)) return undefined
+    try {
+      const value: unknown = JSON.parse(Buffer.from(cursor, "base64url").toString("utf8"))
+      if (!Array.isArray(value) || value.length !== 2) return undefined
+      const [createdAt, seq] = value as [unknown, unknown]
+      if (!(typeof seq === "number" && Number.isSafeInteger(seq))) return undefined
+      if (!(typeof createdAt === "string" || (typeof createdAt === "number" && Number.isFinite(createdAt)))) {
+        return undefined
+      }
+      return { createdAt, seq }
+    } catch {
+      return undefined
+    }
+  }
+}
+
+/** The cursor of a journal listing: how far the last page went (an event's sequence number, or an index). */
+export const eventCursor = {
+  encode: (position: number): string => `e${position}`,
+  decode: (cursor: string): number | undefined => {
+    const match = /^e(\d{1,16})$/.exec(cursor)
+    if (match === null) return undefined
+    const position = Number(match[1])
+    return Number.isSafeInteger(position) ? position : undefined
+  }
 }
