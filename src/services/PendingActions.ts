@@ -102,7 +102,8 @@ export interface PendingActionInfo {
   /** The last result text or error message; for an `unreadable` action, why its stored row cannot be read. */
   readonly outcome: Option.Option<string>
   /**
-   * Whether this process can run it: it staged it, or it registers its durable kind. A pending action that another
+   * Whether this process can run it (never for a settled action): it staged it, or it registers its durable kind,
+   * and the action is not settled. A pending action that another
    * live process staged and this one cannot run is left to that process (`resolve` fails with
    * `PendingActionElsewhere`), and neither forces nor is picked by `resolve` without an id here.
    */
@@ -383,7 +384,7 @@ const infoOf = (entry: Entry): PendingActionInfo => ({
   createdAt: entry.createdAt,
   expiresAt: Option.fromNullable(entry.expiresAt),
   outcome: Option.fromNullable(typeof entry.outcome === "function" ? entry.outcome() : entry.outcome),
-  runnable: entry.runner !== undefined
+  runnable: entry.runner !== undefined && !isTerminal(entry.status)
 })
 
 const recordInfo = (record: PendingRecord): PendingActionInfo => ({
@@ -902,6 +903,8 @@ export const make = (
           return Effect.flatMap(Effect.orElseSucceed(store.get(entry.id), () => Option.none()), (record) => {
             if (Option.isSome(record)) adopt(entry, record.value)
             if (entry.status === "pending") expire(entry)
+            // Another process took it for orphaned (this one's lease lapsed): this process still runs it.
+            if (entry.status === "orphaned") return revive(entry, invocation, store)
             return Effect.zipRight(payOwed, Effect.fail(notPending(entry)))
           })
         }
