@@ -5,14 +5,16 @@
  * - In a process: a table keyed by the file's real path, held in a process-wide slot (on `globalThis`, so every
  *   session, every layer and every copy of this module in the process shares it); waiters queue on it and are woken
  *   when it is released.
- * - Across processes: an advisory lock file next to the target, `.<name>.edit-lock`, created exclusively (`wx`),
- *   holding `{ pid, host, since, token }` as JSON. While it is held its modification time is refreshed every
+ * - Across processes: an advisory lock file next to the target, `.<name>.edit-lock`, created exclusively (`wx`)
+ *   and never more readable than the target, like the temporary files: `0600`, plus read for group and others where
+ *   the target has it (`0600` while the target does not exist; the umask can only take bits away). It holds
+ *   `{ pid, host, since, token }` as JSON. While it is held its modification time is refreshed every
  *   `staleAfter / 3`. A lock file is taken over when it is stale: its process is gone (same host, `kill(pid, 0)`
  *   answers `ESRCH`), it was left by this very process (a token this process does not hold), or it was not
- *   refreshed for `staleAfter`. Taking over is itself guarded by an exclusive `.<name>.edit-lock-recovery` file:
- *   only its holder re-reads the stale lock file, checks it is the very one judged stale (same inode, same bytes)
- *   and removes it, with the temporary file its dead holder may have left; then every contender races for the lock
- *   file again with `wx`, so exactly one wins.
+ *   refreshed for `staleAfter`. Taking over is itself guarded by an exclusive `.<name>.edit-lock-recovery` file
+ *   (created with the lock file's mode): only its holder re-reads the stale lock file, checks it is the very one
+ *   judged stale (same inode, same bytes) and removes it, with the temporary file its dead holder may have left; then
+ *   every contender races for the lock file again with `wx`, so exactly one wins.
  * - Locks of several files are taken one by one in the order of their real paths, so two applies cannot deadlock,
  *   and the whole wait is bounded by `timeout`.
  *
@@ -293,13 +295,28 @@ const staleReason = (seen: Seen, staleAfterMs: number): string | undefined => {
 }
 
 /**
- * Creates `file` exclusively with `content`; its inode number, or `undefined` if it exists. A half-made file is
- * removed.
+ * The mode to create the lock and recovery files of `target` with: never more readable than the target, like its
+ * temporary files. Read-write for its owner (the holder reads and refreshes it), readable by group and others only
+ * when the target is; nobody else ever writes it (a stale one is removed, which takes the directory's permission,
+ * not the file's). `0600` when the target cannot be looked at (it does not exist yet). The umask can only take bits
+ * away.
  */
-const createExclusive = async (file: string, content: string): Promise<number | undefined> => {
+const lockModeOf = async (target: string): Promise<number> => {
+  try {
+    return 0o600 | ((await NFS.stat(target)).mode & 0o044)
+  } catch {
+    return 0o600
+  }
+}
+
+/**
+ * Creates `file` exclusively with `content` and `mode`; its inode number, or `undefined` if it exists. A half-made
+ * file is removed.
+ */
+const createExclusive = async (file: string, content: string, mode: number): Promise<number | undefined> => {
   let handle: NFS.FileHandle
   try {
-    handle = await NFS.open(file, "wx", 0o644)
+    handle = await NFS.open(file, "wx", mode)
   } catch (error) {
     if (errnoOf(error) === "EEXIST") return undefined
     throw error
@@ -338,7 +355,7 @@ const recover = async (target: string, seen: Seen): Promise<boolean> => {
   const token = newToken()
   processLocks.held.add(token)
   try {
-    if ((await createExclusive(recoveryFile, holderContent(token))) === undefined) {
+    if ((await createExclusive(recoveryFile, holderContent(token), await lockModeOf(target))) === undefined) {
       // Another recoverer; a recovery file left by a crash is removed once its process is gone or it is old.
       const other = await look(recoveryFile)
       if (other !== undefined && staleReason(other, recoveryStaleMs) !== undefined) {
@@ -397,7 +414,7 @@ const attemptFile = async (target: string, token: string, staleAfterMs: number):
   processLocks.held.add(token)
   let ino: number | undefined
   try {
-    ino = await createExclusive(lockFile, holderContent(token))
+    ino = await createExclusive(lockFile, holderContent(token), await lockModeOf(target))
   } catch (error) {
     processLocks.held.delete(token)
     throw error
