@@ -11,10 +11,12 @@
  *   `{ pid, host, since, token }` as JSON. While it is held its modification time is refreshed every
  *   `staleAfter / 3`. A lock file is taken over when it is stale: its process is gone (same host, `kill(pid, 0)`
  *   answers `ESRCH`), it was left by this very process (a token this process does not hold), or it was not
- *   refreshed for `staleAfter`. Taking over is itself guarded by an exclusive `.<name>.edit-lock-recovery` file
- *   (created with the lock file's mode): only its holder re-reads the stale lock file, checks it is the very one
- *   judged stale (same inode, same bytes) and removes it, with the temporary file its dead holder may have left; then
- *   every contender races for the lock file again with `wx`, so exactly one wins.
+ *   refreshed for `staleAfter`. A lock file this user may not read (another user's, `EACCES` / `EPERM`) is held by
+ *   someone it cannot see: waited for (a wait that times out names "another user"), and stale only by its age.
+ *   Taking over is itself guarded by an exclusive `.<name>.edit-lock-recovery` file (created with the lock file's
+ *   mode): only its holder re-reads the stale lock file, checks it is the very one judged stale (same inode, same
+ *   bytes, same modification time) and removes it, with the temporary file its dead holder may have left; then every
+ *   contender races for the lock file again with `wx`, so exactly one wins.
  * - Locks of several files are taken one by one in the order of their real paths, so two applies cannot deadlock,
  *   and the whole wait is bounded by `timeout`.
  *
@@ -222,7 +224,8 @@ const holderContent = (token: string): string =>
     })
   }\n`
 
-const parseHolder = (content: string): Holder | undefined => {
+const parseHolder = (content: string | undefined): Holder | undefined => {
+  if (content === undefined) return undefined
   try {
     const value: unknown = JSON.parse(content)
     if (value === null || typeof value !== "object") return undefined
@@ -237,7 +240,8 @@ const parseHolder = (content: string): Holder | undefined => {
 
 /** What a lock file says, as read at one moment. */
 interface Seen {
-  readonly content: string
+  /** Its bytes; `undefined` when this user may not read it (another user's lock file). */
+  readonly content: string | undefined
   readonly ino: number
   readonly mtimeMs: number
 }
@@ -258,12 +262,22 @@ const look = async (file: string): Promise<Seen | undefined> => {
       await handle.close()
     }
   } catch (error) {
+    const code = errnoOf(error)
+    if (code === "ENOENT") return undefined
+    if (code !== "EACCES" && code !== "EPERM") throw error
+  }
+  // Not readable by this user: another user holds it. Its identity and age still tell when it is abandoned.
+  try {
+    const info = await NFS.stat(file)
+    return { content: undefined, ino: info.ino, mtimeMs: info.mtimeMs }
+  } catch (error) {
     if (errnoOf(error) === "ENOENT") return undefined
     throw error
   }
 }
 
 const describeHolder = (seen: Seen): string => {
+  if (seen.content === undefined) return "another user, whose lock file this user may not read"
   const holder = parseHolder(seen.content)
   return holder === undefined ?
     "a writer whose lock file is being written or unreadable" :
@@ -277,6 +291,8 @@ const unreadableGraceMs = 2_000
 const staleReason = (seen: Seen, staleAfterMs: number): string | undefined => {
   const age = Date.now() - seen.mtimeMs
   if (age > staleAfterMs) return `not refreshed for ${Math.round(age)} ms`
+  // Another user's, which this one may not read: held by someone it cannot see; only age can make it stale.
+  if (seen.content === undefined) return undefined
   const holder = parseHolder(seen.content)
   // Being written: a writer writes its line right after creating the file, so a lock file still without one after
   // a moment was left by a writer that died in between (SIGKILL; found by the crash test).
@@ -342,6 +358,9 @@ const removeIfOwn = async (file: string, ino: number): Promise<void> => {
   }
 }
 
+/** Whether two looks saw the very same lock file: same inode, same bytes (or both unreadable), not refreshed since. */
+const isSame = (a: Seen, b: Seen): boolean => a.ino === b.ino && a.content === b.content && a.mtimeMs === b.mtimeMs
+
 /** How long a recovery file may live before it is considered left by a crashed recoverer. */
 const recoveryStaleMs = 5_000
 
@@ -360,7 +379,7 @@ const recover = async (target: string, seen: Seen): Promise<boolean> => {
       const other = await look(recoveryFile)
       if (other !== undefined && staleReason(other, recoveryStaleMs) !== undefined) {
         const again = await look(recoveryFile)
-        if (again !== undefined && again.ino === other.ino && again.content === other.content) {
+        if (again !== undefined && isSame(again, other)) {
           await NFS.unlink(recoveryFile).catch(() => undefined)
         }
       }
@@ -369,8 +388,11 @@ const recover = async (target: string, seen: Seen): Promise<boolean> => {
     try {
       // Only the holder of the recovery file removes a lock file, and only the very one judged stale.
       const now = await look(lockFile)
-      if (now !== undefined && now.ino === seen.ino && now.content === seen.content) {
-        await NFS.unlink(lockFile)
+      if (now !== undefined && isSame(now, seen)) {
+        // Gone already: removed by a recoverer that took over a recovery file it judged left behind.
+        await NFS.unlink(lockFile).catch((error) => {
+          if (errnoOf(error) !== "ENOENT") throw error
+        })
         const dead = parseHolder(seen.content)
         if (dead !== undefined && /^[0-9a-f]{16}$/.test(dead.token)) {
           await NFS.unlink(tempFileOf(target, dead.token)).catch(() => undefined)

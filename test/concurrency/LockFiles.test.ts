@@ -4,6 +4,10 @@
  *
  * - Modes: a lock file, its recovery file and the temporary file of the write are never more readable than their
  *   target (a `0600` file keeps `0600` neighbours under umask 022; a file that does not exist yet gets `0600`).
+ * - Another user: a lock file this user may not read is another user's held lock: waited for (the bounded wait fails
+ *   with `EditFileLocked` naming "another user"), never an error about reading it, and taken over only once stale by
+ *   age. As root (CI), the contender is a second process run as the unprivileged `nobody` (root reads every file); as
+ *   another user, the lock file is made mode 000.
  */
 import { NodePath } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
@@ -16,6 +20,8 @@ import * as NFS from "node:fs/promises"
 import { syncBuiltinESMExports } from "node:module"
 import * as OS from "node:os"
 import * as NPath from "node:path"
+import * as readline from "node:readline"
+import { fileURLToPath } from "node:url"
 import { FileEditPreview } from "../../src/edit.js"
 import { ResolveRuntime, ResolveTool, ToolChoiceQueue } from "../../src/index.js"
 import * as FileLock from "../../src/producers/FileLock.js"
@@ -200,4 +206,141 @@ describe("lock file modes: never more readable than the target (umask 022)", () 
         deepStrictEqual(yield* listing(root), mode === undefined ? [] : ["a.txt"])
       })))
   }
+})
+
+describe("another user's lock file: a held lock, waited for", () => {
+  const isRoot = process.getuid?.() === 0
+
+  /** As root: the unprivileged `nobody`, whom the contender runs as (root reads every file, `nobody` does not). */
+  const nobody = Effect.sync(() => {
+    const line = FS.readFileSync("/etc/passwd", "utf8").split("\n").find((entry) => entry.startsWith("nobody:"))
+    const [, , uid, gid] = line?.split(":") ?? []
+    if (uid === undefined || gid === undefined) {
+      throw new Error("running as root, this test needs the unprivileged user nobody (in /etc/passwd)")
+    }
+    return { uid: Number(uid), gid: Number(gid) }
+  })
+
+  const script = fileURLToPath(new URL("../support/lock-contender.ts", import.meta.url))
+  const projectRoot = fileURLToPath(new URL("../..", import.meta.url))
+
+  interface Contender {
+    readonly apply: (command: Record<string, unknown>) => Effect.Effect<any>
+  }
+
+  /** `lock-contender.ts` in a second process, run as `user` (this user when undefined); killed with the scope. */
+  const contender = (user: { readonly uid: number; readonly gid: number } | undefined) =>
+    Effect.acquireRelease(
+      Effect.promise(() =>
+        new Promise<{ readonly child: ChildProcess.ChildProcess; readonly contender: Contender }>((resolve, reject) => {
+          const child = ChildProcess.spawn(process.execPath, ["--import", "tsx", script], {
+            cwd: projectRoot,
+            stdio: ["pipe", "pipe", "inherit"],
+            ...user
+          })
+          const waiting: Array<(value: any) => void> = []
+          child.once("error", reject)
+          child.once("exit", (code, signal) => {
+            const error = `the contender exited (${code ?? signal})`
+            reject(new Error(error))
+            for (const answer of waiting.splice(0)) answer({ error })
+          })
+          readline.createInterface({ input: child.stdout! }).on("line", (line) => {
+            let value: any
+            try {
+              value = JSON.parse(line)
+            } catch {
+              return // not an answer (a stray log line)
+            }
+            if (value.ready === true) {
+              return resolve({
+                child,
+                contender: {
+                  apply: (command) =>
+                    Effect.promise(() =>
+                      new Promise<any>((answer) => {
+                        waiting.push(answer)
+                        child.stdin!.write(`${JSON.stringify({ op: "apply", ...command })}\n`)
+                      })
+                    )
+                }
+              })
+            }
+            waiting.shift()?.(value)
+          })
+        })
+      ),
+      ({ child }) => Effect.sync(() => child.kill("SIGKILL"))
+    ).pipe(Effect.map(({ contender }) => contender))
+
+  it.live(
+    isRoot ?
+      "as root: nobody waits for root's lock of nobody's 0600 file, and takes over an unreadable one only when old" :
+      "a lock file mode 000 is waited for, and taken over only when old",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        yield* umask022
+        const user = isRoot ? yield* nobody : undefined
+        const root = yield* tempDir
+        const file = NPath.join(root, "a.txt")
+        const lockFile = FileLock.lockFileOf(file)
+        yield* Effect.promise(async () => {
+          await NFS.writeFile(file, "value = base\n", { mode: 0o600 })
+          // The contender's file, in a directory it may write to (to take over a lock file, it removes it).
+          if (user !== undefined) {
+            await NFS.chown(root, user.uid, user.gid)
+            await NFS.chown(file, user.uid, user.gid)
+          }
+        })
+        /** Unreadable by the contender: as root, by its mode (0600, root's); else made 000. */
+        const hideLockFile = Effect.promise(async () => {
+          if (user === undefined) await NFS.chmod(lockFile, 0o000)
+        })
+        const other = yield* contender(user)
+        const apply = (oldText: string, newText: string) =>
+          other.apply({ root, path: "a.txt", oldText, newText, lockTimeoutMs: 300, lockStaleAfterMs: 30_000 })
+        const waited = (answer: any, label: string) => {
+          assert.isFalse(answer.applied, `${label}: ${JSON.stringify(answer)}`)
+          assert.strictEqual(answer.tag, "ApplyFailed", `${label}: ${JSON.stringify(answer)}`)
+          assert.strictEqual(answer.causeTag, "EditFileLocked", `${label}: ${JSON.stringify(answer)}`)
+          assert.include(
+            answer.message,
+            "a.txt is being written by another apply (another user, whose lock file this user may not read); waited",
+            label
+          )
+          assert.isTrue(answer.pendingAfter, label)
+        }
+
+        // A live holder: this process, holding the lock of the contender's 0600 file.
+        const release = yield* holdLock(yield* Effect.promise(() => NFS.realpath(file)))
+        const line = yield* read(lockFile)
+        assert.strictEqual(JSON.parse(line).pid, process.pid)
+        yield* hideLockFile
+        assert.strictEqual(octal(yield* modeOf(lockFile)), isRoot ? "0600" : "0000")
+        waited(yield* apply("base", "contender"), "held")
+        assert.strictEqual(yield* read(file), "value = base\n")
+        if (!isRoot) yield* Effect.promise(() => NFS.chmod(lockFile, 0o600))
+        assert.strictEqual(yield* read(lockFile), line, "the held lock file was taken over")
+        yield* release
+        const after = yield* apply("base", "contender")
+        assert.isTrue(after.applied, JSON.stringify(after))
+        assert.strictEqual(yield* read(file), "value = contender\n")
+
+        // A lock file left by a process that is gone: unreadable, the contender cannot know; only age tells.
+        const pid = yield* deadPid
+        yield* Effect.promise(() => NFS.writeFile(lockFile, lockLine(pid, "0123456789abcdef"), { mode: 0o600 }))
+        yield* hideLockFile
+        waited(yield* apply("contender", "again"), "fresh, left")
+        assert.strictEqual(yield* read(file), "value = contender\n")
+        yield* Effect.promise(() => {
+          const then = new Date(Date.now() - 60_000)
+          return NFS.utimes(lockFile, then, then)
+        })
+        const old = yield* apply("contender", "again")
+        assert.isTrue(old.applied, JSON.stringify(old))
+        assert.strictEqual(yield* read(file), "value = again\n")
+        deepStrictEqual(yield* listing(root), ["a.txt"])
+      })),
+    30_000
+  )
 })
