@@ -8,10 +8,13 @@
  *   with `EditFileLocked` naming "another user"), never an error about reading it, and taken over only once stale by
  *   age. As root (CI), the contender is a second process run as the unprivileged `nobody` (root reads every file); as
  *   another user, the lock file is made mode 000.
+ * - Worker threads share their process's pid: a lock file records the thread too, so one held by another live thread
+ *   of this process is waited for, never taken as this thread's leftover; two threads contending for one file hold it
+ *   one at a time.
  */
 import { NodePath } from "@effect/platform-node"
-import { assert, describe, it } from "@effect/vitest"
-import { Cause, Deferred, Duration, Effect, Exit, Fiber, Layer, Option, Scope } from "effect"
+import { assert, describe, it, layer } from "@effect/vitest"
+import { Cause, Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Option, Scope } from "effect"
 import { deepStrictEqual } from "node:assert/strict"
 import * as ChildProcess from "node:child_process"
 import * as FS from "node:fs"
@@ -26,6 +29,7 @@ import { FileEditPreview } from "../../src/edit.js"
 import { ResolveRuntime, ResolveTool, ToolChoiceQueue } from "../../src/index.js"
 import * as FileLock from "../../src/producers/FileLock.js"
 import * as FaultyFileSystem from "../support/FaultyFileSystem.js"
+import { type LockThread, lockThread } from "../support/LockThread.js"
 
 const tempDir = Effect.acquireRelease(
   Effect.promise(() => NFS.mkdtemp(NPath.join(OS.tmpdir(), "effect-resolve-lockfiles-"))),
@@ -62,6 +66,13 @@ const turn = (action: "apply" | "discard") =>
 const messageOf = (exit: Exit.Exit<unknown, { readonly message: string }>): string => {
   const failure = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
   return Option.isSome(failure) ? failure.value.message : Exit.isFailure(exit) ? Cause.pretty(exit.cause) : "success"
+}
+
+/** The failure of `exit`, which must have failed. */
+const failureOf = <E>(exit: Exit.Exit<unknown, E>): E => {
+  const failure = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
+  if (Option.isNone(failure)) throw new Error(`expected a failure, got ${String(exit)}`)
+  return failure.value
 }
 
 /** The pid of a process that has exited. */
@@ -344,3 +355,87 @@ describe("another user's lock file: a held lock, waited for", () => {
     30_000
   )
 })
+
+/** Two worker threads of this process, started once for the tests below (starting one takes a second or two). */
+class Threads extends Context.Tag("test/LockFiles/Threads")<Threads, readonly [LockThread, LockThread]>() {}
+
+const threadsLayer = Layer.scoped(Threads, Effect.all([lockThread, lockThread], { concurrency: "unbounded" }))
+
+layer(threadsLayer, { excludeTestServices: true, timeout: "60 seconds" })(
+  "worker threads of one process (they share its pid)",
+  (it) => {
+    it.scoped("a lock file held by another live thread is waited for, never taken as this thread's leftover", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const root = yield* tempDir
+        const target = NPath.join(root, "a.txt")
+        const lockFile = FileLock.lockFileOf(target)
+        yield* Effect.promise(() => NFS.writeFile(target, "a\n"))
+        const [one, two] = yield* Threads
+        assert.notStrictEqual(one.threadId, two.threadId)
+        const here = `process ${process.pid} on ${OS.hostname()} since `
+
+        // This thread holds it: a worker thread waits, then fails naming this thread's process.
+        const release = yield* holdLock(target)
+        const line = yield* read(lockFile)
+        assert.strictEqual(JSON.parse(line).pid, process.pid)
+        const tried = yield* Effect.promise(() => one.send({ op: "try", target, timeoutMs: 300 }))
+        assert.isFalse(tried.taken, JSON.stringify(tried))
+        assert.strictEqual(tried.tag, "LockWaitTimeout", JSON.stringify(tried))
+        assert.isTrue(tried.holder.startsWith(here), tried.holder)
+        assert.strictEqual(yield* read(lockFile), line, "the lock file of this thread was taken over")
+        yield* release
+        deepStrictEqual(yield* listing(root), ["a.txt"])
+
+        // A worker thread holds it: its lock file names its thread; this thread and the other worker wait.
+        const held = yield* Effect.promise(() => one.send({ op: "hold", target }))
+        assert.isTrue(held.held, JSON.stringify(held))
+        const theirs = yield* read(lockFile)
+        const holder = JSON.parse(theirs)
+        assert.strictEqual(holder.pid, process.pid)
+        assert.strictEqual(holder.threadId, one.threadId)
+        const mine = yield* Effect.exit(Effect.scoped(FileLock.lockFiles([target], lockOptions(300))))
+        const error = failureOf(mine)
+        assert.instanceOf(error, FileLock.LockWaitTimeout)
+        assert.include(error.holder, `process ${process.pid} (worker thread ${one.threadId}) on ${OS.hostname()}`)
+        const other = yield* Effect.promise(() => two.send({ op: "try", target, timeoutMs: 300 }))
+        assert.isFalse(other.taken, JSON.stringify(other))
+        assert.include(other.holder, `(worker thread ${one.threadId})`)
+        assert.strictEqual(yield* read(lockFile), theirs, "the lock file of a worker thread was taken over")
+
+        // Released, it is free for the others.
+        yield* Effect.promise(() => one.send({ op: "release" }))
+        deepStrictEqual(yield* listing(root), ["a.txt"])
+        const after = yield* Effect.promise(() => two.send({ op: "try", target, timeoutMs: 300 }))
+        assert.isTrue(after.taken, JSON.stringify(after))
+        deepStrictEqual(yield* listing(root), ["a.txt"])
+      })))
+
+    it.scoped("two threads contend for one file: exactly one holds it at a time, every round", () =>
+      Effect.scoped(Effect.gen(function*() {
+        const root = yield* tempDir
+        const target = NPath.join(root, "a.txt")
+        const shared = NPath.join(root, "critical-section")
+        yield* Effect.promise(async () => {
+          await NFS.writeFile(target, "a\n")
+          await NFS.writeFile(shared, "free")
+        })
+        const threads = yield* Threads
+        const at = Date.now() + 200
+        const rounds = 40
+        const answers = yield* Effect.promise(() =>
+          Promise.all(
+            threads.map((thread) =>
+              thread.send({ op: "critical", target, shared, at, rounds, holdMs: 2, timeoutMs: 10_000 })
+            )
+          )
+        )
+        for (const answer of answers) {
+          assert.isTrue(answer.ok, JSON.stringify(answers))
+          deepStrictEqual(answer.violations, [], `two holders at once: ${JSON.stringify(answers)}`)
+          assert.strictEqual(answer.rounds, rounds)
+        }
+        assert.strictEqual(yield* read(shared), "free")
+        deepStrictEqual(yield* listing(root), ["a.txt", "critical-section"])
+      })))
+  }
+)
