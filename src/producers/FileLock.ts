@@ -76,7 +76,15 @@ export class LockWaitTimeout
     path: Schema.String,
     holder: Schema.optional(Schema.String)
   })
-{}
+{
+  /**
+   * @since 0.2.0
+   */
+  override get message(): string {
+    return `${this.path} is locked by ${this.holder ?? "another writer"}; the wait for its lock timed out. ` +
+      `Close the scope (releasing the locks taken so far) and try again in a moment.`
+  }
+}
 
 /**
  * A lock file could not be created or read (`problem` says why; `missing` when its directory is gone).
@@ -88,7 +96,17 @@ export class LockFileError extends Schema.TaggedError<LockFileError>("effect-res
   path: Schema.String,
   problem: Schema.String,
   missing: Schema.Boolean
-}) {}
+}) {
+  /**
+   * @since 0.2.0
+   */
+  override get message(): string {
+    return this.missing ?
+      `The directory of ${this.path} is gone (${this.problem}): there is nothing to lock.` :
+      `Could not create or read the lock file next to ${this.path} (${this.problem}): taking the lock needs ` +
+      `write permission in that directory.`
+  }
+}
 
 /**
  * A lock this thread holds on `target` (a real path) until its scope closes.

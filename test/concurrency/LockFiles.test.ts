@@ -397,6 +397,8 @@ layer(threadsLayer, { excludeTestServices: true, timeout: "60 seconds" })(
         const error = failureOf(mine)
         assert.instanceOf(error, FileLock.LockWaitTimeout)
         assert.include(error.holder, `process ${process.pid} (worker thread ${one.threadId}) on ${OS.hostname()}`)
+        assert.include(error.message, `is locked by process ${process.pid} (worker thread ${one.threadId}) on `)
+        assert.include(error.message, "try again in a moment")
         const other = yield* Effect.promise(() => two.send({ op: "try", target, timeoutMs: 300 }))
         assert.isFalse(other.taken, JSON.stringify(other))
         assert.include(other.holder, `(worker thread ${one.threadId})`)
