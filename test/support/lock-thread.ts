@@ -44,10 +44,13 @@ const critical = (command: any) =>
         const before = yield* Effect.promise(() => NFS.readFile(command.shared, "utf8"))
         if (before !== "free") violations.push(`round ${round}: found ${before} on entering`)
         yield* Effect.promise(() => NFS.writeFile(command.shared, me))
-        const line = yield* Effect.promise(() => NFS.readFile(FileLock.lockFileOf(command.target), "utf8"))
-        const holder = JSON.parse(line)
-        if (holder.pid !== process.pid || holder.threadId !== threadId) {
-          violations.push(`round ${round}: the lock file names ${line.trim()}`)
+        // Taken over by another thread, the lock file would be gone, half written or someone else's.
+        const line = yield* Effect.promise(() =>
+          NFS.readFile(FileLock.lockFileOf(command.target), "utf8").catch((error) => `unreadable: ${String(error)}`)
+        )
+        const holder = yield* Effect.try(() => JSON.parse(line)).pipe(Effect.orElseSucceed(() => undefined))
+        if (holder?.pid !== process.pid || holder?.threadId !== threadId) {
+          violations.push(`round ${round}: the lock file is not this thread's: ${line.trim()}`)
         }
         yield* Effect.sleep(Duration.millis(command.holdMs))
         const after = yield* Effect.promise(() => NFS.readFile(command.shared, "utf8"))
