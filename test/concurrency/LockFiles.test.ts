@@ -252,7 +252,8 @@ describe("another user's lock file: a held lock, waited for", () => {
           const waiting: Array<(value: any) => void> = []
           child.once("error", reject)
           child.once("exit", (code, signal) => {
-            const error = `the contender exited (${code ?? signal})`
+            const error = `the contender${user === undefined ? "" : ` (uid ${user.uid})`} exited (${code ?? signal})` +
+              (user === undefined ? "" : `: that user must be able to read ${projectRoot} and its node_modules`)
             reject(new Error(error))
             for (const answer of waiting.splice(0)) answer({ error })
           })
