@@ -1,22 +1,32 @@
 /**
- * Per-file write locks of the `edit` tool: one writer per file at a time, across every session of a process and
- * across processes.
+ * Per-file write locks of the `edit` tool: one writer per file at a time, across every session of a thread and
+ * across threads and processes.
  *
- * - In a process: a table keyed by the file's real path, held in a process-wide slot (on `globalThis`, so every
- *   session, every layer and every copy of this module in the process shares it); waiters queue on it and are woken
- *   when it is released.
- * - Across processes: an advisory lock file next to the target, `.<name>.edit-lock`, created exclusively (`wx`),
- *   holding `{ pid, host, since, token }` as JSON. While it is held its modification time is refreshed every
+ * - In a thread: a table keyed by the file's real path, held in a slot on `globalThis`, so every session, every
+ *   layer and every copy of this module in the thread shares it; waiters queue on it and are woken when it is
+ *   released. Each worker thread (`node:worker_threads`) has its own `globalThis`, hence its own table: threads of
+ *   one process are kept apart by the lock files, like processes.
+ * - Across threads and processes: an advisory lock file next to the target, `.<name>.edit-lock`, created
+ *   exclusively (`wx`) and never more readable than the target, like the temporary files: `0600`, plus read for
+ *   group and others where the target has it (`0600` while the target does not exist; the umask can only take bits
+ *   away). It holds one line of JSON:
+ *   `{"pid":1234,"threadId":0,"host":"box","since":"2025-01-01T00:00:00.000Z","token":"0123456789abcdef",...}`
+ *   (`threadId` is `node:worker_threads`' `threadId`, `0` in the main thread; a line without it, written by an older
+ *   version, is read as the main thread's). While it is held its modification time is refreshed every
  *   `staleAfter / 3`. A lock file is taken over when it is stale: its process is gone (same host, `kill(pid, 0)`
- *   answers `ESRCH`), it was left by this very process (a token this process does not hold), or it was not
- *   refreshed for `staleAfter`. Taking over is itself guarded by an exclusive `.<name>.edit-lock-recovery` file:
- *   only its holder re-reads the stale lock file, checks it is the very one judged stale (same inode, same bytes)
- *   and removes it, with the temporary file its dead holder may have left; then every contender races for the lock
- *   file again with `wx`, so exactly one wins.
+ *   answers `ESRCH`), it was left by this very thread (same pid and thread id, a token this thread does not hold),
+ *   or it was not refreshed for `staleAfter`. A lock file of another thread of this process is held while this
+ *   process lives (a thread cannot tell whether another one still runs): only its age makes it stale. A lock file
+ *   this user may not read (another user's, `EACCES` / `EPERM`) is held by someone it cannot see: waited for (a
+ *   wait that times out names "another user"), and stale only by its age. Taking over is itself guarded by an
+ *   exclusive `.<name>.edit-lock-recovery` file (created with the lock file's mode): only its holder re-reads the
+ *   stale lock file, checks it is the very one judged stale (same inode, same bytes, same modification time) and
+ *   removes it, with the temporary file its dead holder may have left; then every contender races for the lock file
+ *   again with `wx`, so exactly one wins.
  * - Locks of several files are taken one by one in the order of their real paths, so two applies cannot deadlock,
  *   and the whole wait is bounded by `timeout`.
  *
- * Advisory: only writers that take these locks (this module, in this or another process) are kept out.
+ * Advisory: only writers that take these locks (this module, in this or another thread or process) are kept out.
  *
  * @since 0.2.0
  */
@@ -28,6 +38,7 @@ import { createHash, randomBytes } from "node:crypto"
 import * as NFS from "node:fs/promises"
 import * as OS from "node:os"
 import * as NPath from "node:path"
+import { threadId } from "node:worker_threads"
 
 // -----------------------------------------------------------------------------------------------------------------
 // options and errors
@@ -65,7 +76,15 @@ export class LockWaitTimeout
     path: Schema.String,
     holder: Schema.optional(Schema.String)
   })
-{}
+{
+  /**
+   * @since 0.2.0
+   */
+  override get message(): string {
+    return `${this.path} is locked by ${this.holder ?? "another writer"}; the wait for its lock timed out. ` +
+      `Close the scope (releasing the locks taken so far) and try again in a moment.`
+  }
+}
 
 /**
  * A lock file could not be created or read (`problem` says why; `missing` when its directory is gone).
@@ -77,10 +96,20 @@ export class LockFileError extends Schema.TaggedError<LockFileError>("effect-res
   path: Schema.String,
   problem: Schema.String,
   missing: Schema.Boolean
-}) {}
+}) {
+  /**
+   * @since 0.2.0
+   */
+  override get message(): string {
+    return this.missing ?
+      `The directory of ${this.path} is gone (${this.problem}): there is nothing to lock.` :
+      `Could not create or read the lock file next to ${this.path} (${this.problem}): taking the lock needs ` +
+      `write permission in that directory.`
+  }
+}
 
 /**
- * A lock this process holds on `target` (a real path) until its scope closes.
+ * A lock this thread holds on `target` (a real path) until its scope closes.
  *
  * @since 0.2.0
  * @category models
@@ -131,7 +160,7 @@ const recoveryFileOf = (target: string): string => sibling(target, ".edit-lock-r
 export const tempFileOf = (target: string, token: string): string => sibling(target, `.${token}.edit-tmp`)
 
 // -----------------------------------------------------------------------------------------------------------------
-// process-wide state
+// thread-wide state (one per `globalThis`: each worker thread has its own)
 // -----------------------------------------------------------------------------------------------------------------
 
 interface LocalEntry {
@@ -140,15 +169,15 @@ interface LocalEntry {
 }
 
 interface ProcessLocks {
-  /** In-process locks, by real path. */
+  /** In-thread locks, by real path. */
   readonly entries: Map<string, LocalEntry>
-  /** Tokens of the lock (and recovery) files this process holds. */
+  /** Tokens of the lock (and recovery) files this thread holds. */
   readonly held: Set<string>
 }
 
 const processSlot = Symbol.for("effect-resolve/FileLock/process-locks/v1")
 
-/** Shared by every session and every copy of this module in the process. */
+/** Shared by every session and every copy of this module in the thread (not by other worker threads). */
 const processLocks: ProcessLocks = ((globalThis as Record<symbol, unknown>)[processSlot] ??= {
   entries: new Map(),
   held: new Set()
@@ -204,6 +233,8 @@ const awaitFree = (entry: LocalEntry) =>
 
 interface Holder {
   readonly pid: number
+  /** The holder's `node:worker_threads` `threadId`: `0` for the main thread, and for a line without one. */
+  readonly threadId: number
   readonly host: string
   readonly since: string
   readonly token: string
@@ -213,6 +244,7 @@ const holderContent = (token: string): string =>
   `${
     JSON.stringify({
       pid: process.pid,
+      threadId,
       host: OS.hostname(),
       since: new Date().toISOString(),
       token,
@@ -220,13 +252,21 @@ const holderContent = (token: string): string =>
     })
   }\n`
 
-const parseHolder = (content: string): Holder | undefined => {
+const parseHolder = (content: string | undefined): Holder | undefined => {
+  if (content === undefined) return undefined
   try {
     const value: unknown = JSON.parse(content)
     if (value === null || typeof value !== "object") return undefined
-    const { host, pid, since, token } = value as Record<string, unknown>
+    const { host, pid, since, threadId, token } = value as Record<string, unknown>
     return typeof pid === "number" && typeof host === "string" && typeof token === "string" ?
-      { pid, host, token, since: typeof since === "string" ? since : "?" } :
+      {
+        pid,
+        // Lines written before the thread id was recorded come from a main thread (or a process without workers).
+        threadId: typeof threadId === "number" && Number.isSafeInteger(threadId) && threadId >= 0 ? threadId : 0,
+        host,
+        token,
+        since: typeof since === "string" ? since : "?"
+      } :
       undefined
   } catch {
     return undefined
@@ -235,7 +275,8 @@ const parseHolder = (content: string): Holder | undefined => {
 
 /** What a lock file says, as read at one moment. */
 interface Seen {
-  readonly content: string
+  /** Its bytes; `undefined` when this user may not read it (another user's lock file). */
+  readonly content: string | undefined
   readonly ino: number
   readonly mtimeMs: number
 }
@@ -256,16 +297,27 @@ const look = async (file: string): Promise<Seen | undefined> => {
       await handle.close()
     }
   } catch (error) {
+    const code = errnoOf(error)
+    if (code === "ENOENT") return undefined
+    if (code !== "EACCES" && code !== "EPERM") throw error
+  }
+  // Not readable by this user: another user holds it. Its identity and age still tell when it is abandoned.
+  try {
+    const info = await NFS.stat(file)
+    return { content: undefined, ino: info.ino, mtimeMs: info.mtimeMs }
+  } catch (error) {
     if (errnoOf(error) === "ENOENT") return undefined
     throw error
   }
 }
 
 const describeHolder = (seen: Seen): string => {
+  if (seen.content === undefined) return "another user, whose lock file this user may not read"
   const holder = parseHolder(seen.content)
   return holder === undefined ?
     "a writer whose lock file is being written or unreadable" :
-    `process ${holder.pid} on ${holder.host} since ${holder.since}`
+    `process ${holder.pid}${holder.threadId === 0 ? "" : ` (worker thread ${holder.threadId})`} on ${holder.host} ` +
+    `since ${holder.since}`
 }
 
 /** How long a lock file may stay without its line before it counts as left by a writer that died. */
@@ -275,6 +327,8 @@ const unreadableGraceMs = 2_000
 const staleReason = (seen: Seen, staleAfterMs: number): string | undefined => {
   const age = Date.now() - seen.mtimeMs
   if (age > staleAfterMs) return `not refreshed for ${Math.round(age)} ms`
+  // Another user's, which this one may not read: held by someone it cannot see; only age can make it stale.
+  if (seen.content === undefined) return undefined
   const holder = parseHolder(seen.content)
   // Being written: a writer writes its line right after creating the file, so a lock file still without one after
   // a moment was left by a writer that died in between (SIGKILL; found by the crash test).
@@ -282,7 +336,11 @@ const staleReason = (seen: Seen, staleAfterMs: number): string | undefined => {
   // Another host's: only age can make it stale.
   if (holder.host !== OS.hostname()) return undefined
   if (holder.pid === process.pid) {
-    return processLocks.held.has(holder.token) ? undefined : "left by this process"
+    // This thread's own: abandoned unless it holds the token.
+    if (holder.threadId === threadId) return processLocks.held.has(holder.token) ? undefined : "left by this thread"
+    // Another thread of this process (worker threads share the pid): held while the process lives, as far as this
+    // thread can tell; its tokens are in that thread's table, not this one's. Only age makes it stale.
+    return undefined
   }
   try {
     process.kill(holder.pid, 0)
@@ -293,13 +351,28 @@ const staleReason = (seen: Seen, staleAfterMs: number): string | undefined => {
 }
 
 /**
- * Creates `file` exclusively with `content`; its inode number, or `undefined` if it exists. A half-made file is
- * removed.
+ * The mode to create the lock and recovery files of `target` with: never more readable than the target, like its
+ * temporary files. Read-write for its owner (the holder reads and refreshes it), readable by group and others only
+ * when the target is; nobody else ever writes it (a stale one is removed, which takes the directory's permission,
+ * not the file's). `0600` when the target cannot be looked at (it does not exist yet). The umask can only take bits
+ * away.
  */
-const createExclusive = async (file: string, content: string): Promise<number | undefined> => {
+const lockModeOf = async (target: string): Promise<number> => {
+  try {
+    return 0o600 | ((await NFS.stat(target)).mode & 0o044)
+  } catch {
+    return 0o600
+  }
+}
+
+/**
+ * Creates `file` exclusively with `content` and `mode`; its inode number, or `undefined` if it exists. A half-made
+ * file is removed.
+ */
+const createExclusive = async (file: string, content: string, mode: number): Promise<number | undefined> => {
   let handle: NFS.FileHandle
   try {
-    handle = await NFS.open(file, "wx", 0o644)
+    handle = await NFS.open(file, "wx", mode)
   } catch (error) {
     if (errnoOf(error) === "EEXIST") return undefined
     throw error
@@ -325,6 +398,9 @@ const removeIfOwn = async (file: string, ino: number): Promise<void> => {
   }
 }
 
+/** Whether two looks saw the very same lock file: same inode, same bytes (or both unreadable), not refreshed since. */
+const isSame = (a: Seen, b: Seen): boolean => a.ino === b.ino && a.content === b.content && a.mtimeMs === b.mtimeMs
+
 /** How long a recovery file may live before it is considered left by a crashed recoverer. */
 const recoveryStaleMs = 5_000
 
@@ -338,12 +414,12 @@ const recover = async (target: string, seen: Seen): Promise<boolean> => {
   const token = newToken()
   processLocks.held.add(token)
   try {
-    if ((await createExclusive(recoveryFile, holderContent(token))) === undefined) {
+    if ((await createExclusive(recoveryFile, holderContent(token), await lockModeOf(target))) === undefined) {
       // Another recoverer; a recovery file left by a crash is removed once its process is gone or it is old.
       const other = await look(recoveryFile)
       if (other !== undefined && staleReason(other, recoveryStaleMs) !== undefined) {
         const again = await look(recoveryFile)
-        if (again !== undefined && again.ino === other.ino && again.content === other.content) {
+        if (again !== undefined && isSame(again, other)) {
           await NFS.unlink(recoveryFile).catch(() => undefined)
         }
       }
@@ -352,8 +428,11 @@ const recover = async (target: string, seen: Seen): Promise<boolean> => {
     try {
       // Only the holder of the recovery file removes a lock file, and only the very one judged stale.
       const now = await look(lockFile)
-      if (now !== undefined && now.ino === seen.ino && now.content === seen.content) {
-        await NFS.unlink(lockFile)
+      if (now !== undefined && isSame(now, seen)) {
+        // Gone already: removed by a recoverer that took over a recovery file it judged left behind.
+        await NFS.unlink(lockFile).catch((error) => {
+          if (errnoOf(error) !== "ENOENT") throw error
+        })
         const dead = parseHolder(seen.content)
         if (dead !== undefined && /^[0-9a-f]{16}$/.test(dead.token)) {
           await NFS.unlink(tempFileOf(target, dead.token)).catch(() => undefined)
@@ -375,7 +454,7 @@ const tryPromise = <A>(target: string, run: () => Promise<A>): Effect.Effect<A, 
       new LockFileError({ path: target, problem: messageOf(error), missing: errnoOf(error) === "ENOENT" })
   })
 
-/** A lock file this process created, with what it takes to release it. */
+/** A lock file this thread created, with what it takes to release it. */
 interface Taken {
   readonly held: HeldLock
   readonly ino: number
@@ -397,7 +476,7 @@ const attemptFile = async (target: string, token: string, staleAfterMs: number):
   processLocks.held.add(token)
   let ino: number | undefined
   try {
-    ino = await createExclusive(lockFile, holderContent(token))
+    ino = await createExclusive(lockFile, holderContent(token), await lockModeOf(target))
   } catch (error) {
     processLocks.held.delete(token)
     throw error
@@ -419,7 +498,7 @@ const attemptFile = async (target: string, token: string, staleAfterMs: number):
   return { _tag: "Wait", holder: describeHolder(seen) }
 }
 
-/** Releases lock files this process holds, all at once. */
+/** Releases lock files this thread holds, all at once. */
 const releaseAll = async (all: ReadonlyArray<Taken>): Promise<void> => {
   await Promise.all(all.map(async ({ held, ino, timer }) => {
     clearInterval(timer)
