@@ -432,13 +432,29 @@ const withRefused = (capabilities: ModelCapabilities, refused: Refused): ModelCa
   supportsRequiredToolChoice: capabilities.supportsRequiredToolChoice && !refused.required
 })
 
-/** The refusals one level below `capabilities`; `undefined` at the reminder level. */
-const oneLevelDown = (capabilities: ModelCapabilities, refused: Refused): Refused | undefined =>
-  capabilities.supportsNamedToolChoice ?
-    { ...refused, named: true } :
-    capabilities.supportsRequiredToolChoice ?
-    { ...refused, required: true } :
+/**
+ * The forcing level a request's `tool_choice` used: a named tool is `named`; `"required"`, or `required` among some
+ * tools, is `required`; a choice that forces nothing has none.
+ */
+const levelOf = (choice: LanguageModel.ToolChoice<string>): "named" | "required" | undefined =>
+  choice === "required" ?
+    "required" :
+    typeof choice !== "object" ?
+    undefined :
+    "tool" in choice ?
+    "named" :
+    choice.mode === "required" ?
+    "required" :
     undefined
+
+/**
+ * The refusals once the level `choice` used is refused too: exactly that level, the others kept; `undefined` when
+ * `choice` forces nothing or its level was already refused (nothing to learn).
+ */
+const refuse = (refused: Refused, choice: LanguageModel.ToolChoice<string>): Refused | undefined => {
+  const level = levelOf(choice)
+  return level === undefined || refused[level] ? undefined : { ...refused, [level]: true }
+}
 
 /** At most this many characters of a tool name or a decode error are quoted back to the model. */
 const quoteMax = 300
@@ -689,7 +705,10 @@ export const make = (
         (previous) => Option.isSome(previous) && previous.value !== JSON.stringify(choice)
       )
 
-    /** Records forcing the provider refused: the session's capabilities from now on, a warning and a metric. */
+    /**
+     * Records forcing the provider refused: the session's capabilities from now on, a warning, and a metric when the
+     * level `resolve` is forced at went down (a refused `"required"` leaves named forcing as it was).
+     */
     const learn = (
       config: ResolveConfigShape,
       next: Refused,
@@ -697,13 +716,19 @@ export const make = (
       error: AiError.AiError
     ) =>
       Effect.gen(function*() {
-        yield* Ref.set(refused, next)
+        const before = forcingLevel(withRefused(config.modelCapabilities, yield* Ref.getAndSet(refused, next)))
         const level = forcingLevel(withRefused(config.modelCapabilities, next))
-        yield* ResolveMetrics.recordForcingDegraded(id, level === "named" ? "required" : level)
+        if (level !== "named" && level !== before) yield* ResolveMetrics.recordForcingDegraded(id, level)
+        const flags = [
+          ...(next.named ? ["supportsNamedToolChoice: false"] : []),
+          ...(next.required ? ["supportsRequiredToolChoice: false"] : [])
+        ].join(", ")
         yield* Effect.logWarning(
-          `effect-resolve: the provider refused forced tool_choice (${how}: ${errorText(error)}); forcing ` +
-            `resolve is degraded to "${level}" for the rest of this session. Set ResolveConfig.modelCapabilities ` +
-            `to start there.`
+          `effect-resolve: the provider refused forced tool_choice (${how}: ${errorText(error)}); ` +
+            (level === before ?
+              `the session no longer sends it, and forcing resolve stays "${level}".` :
+              `forcing resolve is degraded to "${level}" for the rest of this session.`) +
+            ` Set ResolveConfig.modelCapabilities (${flags}) to start there.`
         )
       })
 
@@ -902,8 +927,9 @@ export const make = (
                 // 1. The provider refused the forcing: learn it, and send the same turn again, forcing less. A
                 // model's refusal is not a failure of the request: it does not count toward the requeue limit.
                 if (decided.forced && isForcingRefusal(error)) {
-                  const capabilities = yield* capabilitiesNow
-                  const next = oneLevelDown(capabilities, yield* Ref.get(refused))
+                  // Exactly the level this request used is refused: a provider that refuses "required" may still
+                  // accept a named tool, and the other way round.
+                  const next = refuse(yield* Ref.get(refused), decided.choice)
                   if (next !== undefined) {
                     yield* learn(config, next, `HTTP 400 to ${JSON.stringify(decided.choice)}`, error)
                     yield* replan(withRefused(config.modelCapabilities, next))
@@ -924,10 +950,10 @@ export const make = (
                   // 3. A forced preview that keeps failing: try forcing less, one attempt per level. If one
                   // succeeds, the failures were a refusal (learned); if none does, the provider is failing.
                   if (decided.forced && isPreviewLabel(served_.label)) {
-                    let capabilities = yield* capabilitiesNow
-                    let tried = yield* Ref.get(refused)
+                    // The level the failing requests used is taken as refused, then each level left below it.
+                    let next = refuse(yield* Ref.get(refused), decided.choice)
                     let probed: LanguageModel.GenerateTextResponse<any> | undefined
-                    for (let next = oneLevelDown(capabilities, tried); next !== undefined;) {
+                    while (next !== undefined) {
                       const probe = forceResolve(withRefused(config.modelCapabilities, next))
                       if (probe.resteer && !steering.includes(reminderMessage)) {
                         steering = [...steering, reminderMessage]
@@ -944,9 +970,8 @@ export const make = (
                         yield* failTurn("aborted")
                         return yield* Effect.failCause(attempt.cause)
                       }
-                      tried = next
-                      capabilities = withRefused(config.modelCapabilities, next)
-                      next = oneLevelDown(capabilities, tried)
+                      // This level failed too: the next one down, if the probe forced anything.
+                      next = refuse(next, probe.choice)
                     }
                     if (probed !== undefined) {
                       response = probed

@@ -1,7 +1,7 @@
 import { Tool, Toolkit } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
-import { Deferred, Effect, Exit, Fiber, Layer, Option, Ref, Schedule, Schema, type Tracer } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Logger, Option, Ref, Schedule, Schema, type Tracer } from "effect"
 import * as ProviderToolChoice from "../../src/agent/ProviderToolChoice.js"
 import * as ScriptedModel from "../../src/agent/ScriptedModel.js"
 import {
@@ -97,6 +97,18 @@ const countReminders = (texts: ReadonlyArray<string>) =>
   texts.filter((text) => text === SteeringMessage.resolveReminderText).length
 
 const statusOf = (world: World, i = 0) => Effect.flatMap(Ref.get(world.handles), (handles) => handles[i]!.status)
+
+/** A logger that records every warning and error message, to pin what a user reads in the logs. */
+const recordLogs = Effect.gen(function*() {
+  const logged = yield* Ref.make<ReadonlyArray<string>>([])
+  const logger = Logger.make(({ logLevel, message }) => {
+    if (logLevel._tag === "Warning" || logLevel._tag === "Error") {
+      const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
+      Effect.runSync(Ref.update(logged, (all) => [...all, text]))
+    }
+  })
+  return { logged, layer: Logger.replace(Logger.defaultLogger, logger) }
+})
 
 describe("TurnDriver", () => {
   it.effect("forced mode: the request after a preview forces resolve and carries the reminder; resolve applies", () =>
@@ -865,6 +877,61 @@ describe("TurnDriver: a provider that refuses forcing degrades it and keeps the 
         deepStrictEqual((yield* driver.metrics).forcingDegraded, { required: 1, reminder: 0 })
         assert.isTrue((yield* driver.capabilities).supportsRequiredToolChoice)
       }).pipe(Effect.provide(session(script, world)))
+    }))
+
+  it.effect("a provider that refuses only \"required\" loses only required: named forcing is kept for the session", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      const { layer: logs, logged } = yield* recordLogs
+      const refusal = ScriptedModel.httpError(
+        400,
+        JSON.stringify({ error: { message: "tool_choice \"required\" is not supported", param: "tool_choice" } })
+      )
+      let answered = 0
+      const script: ScriptedModel.Script = (request) =>
+        request.toolChoice === "required" ||
+          (typeof request.toolChoice === "object" && "mode" in request.toolChoice &&
+            request.toolChoice.mode === "required") ?
+          ScriptedModel.fail(refusal) :
+          [editCall(), resolveCall("apply"), "Done."][answered++]!
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const queue = yield* ToolChoiceQueue
+        const reasons = yield* Ref.make<ReadonlyArray<string>>([])
+        // The app asks for any tool call on the next turn: the provider refuses "required".
+        yield* queue.pushOnce("required", {
+          label: "must-use-a-tool",
+          onRejected: (reason) => Effect.as(Ref.update(reasons, (all) => [...all, reason]), "drop" as const)
+        })
+        const result = yield* driver.run("Edit", { toolkit: AppTools })
+        assert.strictEqual(result.text, "Done.")
+        // One refused request, then the turn without the directive; the preview is still forced by name.
+        const requests = yield* ScriptedModel.requests
+        deepStrictEqual(requests.map((r) => r.toolChoice), ["required", "auto", { tool: "resolve" }, "auto"])
+        deepStrictEqual(yield* Ref.get(reasons), ["unavailable"])
+        assert.strictEqual(yield* statusOf(world), "applied")
+        deepStrictEqual(yield* driver.capabilities, {
+          supportsNamedToolChoice: true,
+          supportsRequiredToolChoice: false,
+          supportsNoneToolChoice: true
+        })
+        // The level resolve is forced at did not change: nothing counted as degraded, and the log says so.
+        deepStrictEqual((yield* driver.metrics).forcingDegraded, { required: 0, reminder: 0 })
+        deepStrictEqual(yield* Ref.get(logged), [
+          "effect-resolve: the provider refused forced tool_choice (HTTP 400 to \"required\": StatusCode: An HTTP " +
+          "response error occurred. (400 POST scripted://model)); " +
+          "the session no longer sends it, and forcing resolve stays \"named\". Set ResolveConfig.modelCapabilities " +
+          "(supportsRequiredToolChoice: false) to start there."
+        ])
+        // A later preview of the session is forced by name again.
+        answered = 0
+        yield* driver.run("Edit b", { toolkit: AppTools })
+        deepStrictEqual((yield* ScriptedModel.requests).slice(4).map((r) => r.toolChoice), [
+          "auto",
+          { tool: "resolve" },
+          "auto"
+        ])
+      }).pipe(Effect.provide(Layer.merge(session(script, world), logs)))
     }))
 
   it.effect("unrecognised failures of forced requests: after the limit, forcing less is probed and learned", () =>
