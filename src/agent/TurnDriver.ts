@@ -97,7 +97,8 @@ export class MaxTurnsExceeded extends Schema.TaggedError<MaxTurnsExceeded>("effe
  * included) while a directive was served, and forcing less did not help: the run stopped. The directive was rejected
  * with `"error"` like any failed turn, so a preview is **still pending** at the head of the queue (`pending`): the
  * next run serves it again with a fresh count, and only the app (`clear`, `removeByLabel`) or a `discard` ends it.
- * `cause` is the last model error.
+ * `errors` counts the failed requests up to the limit; `probed` lists the weaker forcing levels then tried once each
+ * (all failed too); `cause` is the last error received (the last probe's, when there were probes).
  *
  * @since 0.1.0
  * @category errors
@@ -109,20 +110,28 @@ export class RequeueLimitExceeded
     errors: Schema.Number,
     /** The directive is back at the head of the queue (a preview: still pending). */
     pending: Schema.Boolean,
-    cause: Schema.Defect
+    cause: Schema.Defect,
+    /**
+     * The weaker forcing levels tried once each after the limit, in order (a forced preview only); each failed.
+     *
+     * @since 0.3.0
+     */
+    probed: Schema.optionalWith(Schema.Array(Schema.Literal("required", "reminder")), { default: () => [] })
   })
 {
   /**
    * @since 0.1.0
    */
   override get message(): string {
-    return `The model request failed ${this.errors} times in a row while "${this.label}" was served, and the run ` +
-      `stopped. ` +
+    const probes = this.probed.map((level) => `"${level}"`).join(", then ")
+    return `The model request failed ${this.errors} times in a row while "${this.label}" was served` +
+      (this.probed.length === 0 ? "" : `, then once at each weaker forcing level (${probes})`) +
+      `, and the run stopped. ` +
       (this.pending ?
         `It is still pending, at the head of the queue: run again once the provider answers, or resolve, discard ` +
         `or clear it in the app.` :
         `The directive's onRejected dropped it.`) +
-      ` The last error: ${errorText(this.cause)}`
+      ` The last error${this.probed.length === 0 ? "" : ` (at "${this.probed.at(-1)}")`}: ${errorText(this.cause)}`
   }
 }
 
@@ -947,6 +956,9 @@ export const make = (
                 const streak = ((yield* Ref.get(errorStreak)).get(served_.id) ?? 0) + 1
                 yield* mapUpdate(errorStreak, (m) => m.set(served_.id, streak))
                 if (streak > config.maxErrorRequeues) {
+                  /** The last error received, and the weaker levels tried after the limit (each failed). */
+                  let lastError = error
+                  const probes: Array<{ readonly level: "required" | "reminder"; readonly choice: unknown }> = []
                   // 3. A forced preview that keeps failing: try forcing less, one attempt per level. If one
                   // succeeds, the failures were a refusal (learned); if none does, the provider is failing.
                   if (decided.forced && isPreviewLabel(served_.label)) {
@@ -954,22 +966,32 @@ export const make = (
                     let next = refuse(yield* Ref.get(refused), decided.choice)
                     let probed: LanguageModel.GenerateTextResponse<any> | undefined
                     while (next !== undefined) {
-                      const probe = forceResolve(withRefused(config.modelCapabilities, next))
+                      const capabilities = withRefused(config.modelCapabilities, next)
+                      const level = forcingLevel(capabilities)
+                      // Never named: the failing requests forced the preview at the session's highest level.
+                      if (level === "named") break
+                      const probe = forceResolve(capabilities)
                       if (probe.resteer && !steering.includes(reminderMessage)) {
                         steering = [...steering, reminderMessage]
                       }
                       if (yield* noteChoice(probe.choice)) yield* ResolveMetrics.recordToolChoiceChange(id)
                       const attempt = yield* Effect.exit(restore(send(steeringPrompt(steering), probe.choice)))
                       if (Exit.isSuccess(attempt)) {
-                        yield* learn(config, next, `${streak} failed forced requests, then an accepted one`, error)
-                        yield* replan(withRefused(config.modelCapabilities, next))
+                        const how = `${streak} failed requests with tool_choice ${JSON.stringify(decided.choice)}` +
+                          probes.map((p) => `, 1 with ${JSON.stringify(p.choice)}`).join("") +
+                          `, then one accepted with ${JSON.stringify(probe.choice)}`
+                        yield* learn(config, next, how, lastError)
+                        yield* replan(capabilities)
                         probed = attempt.value
                         break
                       }
-                      if (Option.isNone(Cause.failureOption(attempt.cause))) {
+                      const failed = Cause.failureOption(attempt.cause)
+                      if (Option.isNone(failed)) {
                         yield* failTurn("aborted")
                         return yield* Effect.failCause(attempt.cause)
                       }
+                      lastError = failed.value
+                      probes.push({ level, choice: probe.choice })
                       // This level failed too: the next one down, if the probe forced anything.
                       next = refuse(next, probe.choice)
                     }
@@ -987,9 +1009,10 @@ export const make = (
                     label: served_.label,
                     errors: streak,
                     pending,
-                    cause: error
+                    cause: lastError,
+                    probed: probes.map((p) => p.level)
                   })
-                  yield* Effect.logError(`effect-resolve: ${limit.message}`, error)
+                  yield* Effect.logError(`effect-resolve: ${limit.message}`, lastError)
                   return yield* limit
                 }
                 if (yield* retry(error)) continue

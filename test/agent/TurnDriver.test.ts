@@ -272,6 +272,48 @@ describe("TurnDriver", () => {
       )))
     }))
 
+  it.effect("RequeueLimitExceeded cites the last error received: the last probe's when forcing less was tried", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      const failure = (request: ScriptedModel.ScriptedRequest) =>
+        ScriptedModel.fail(`attempt ${request.index} with ${JSON.stringify(request.toolChoice)} failed`)
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const error = yield* Effect.flip(driver.run("Edit", { toolkit: AppTools, retry: Schedule.recurs(5) }))
+        assert.instanceOf(error, RequeueLimitExceeded)
+        const limit = error as RequeueLimitExceeded
+        deepStrictEqual(limit.probed, ["required", "reminder"])
+        assert.strictEqual(
+          limit.message,
+          "The model request failed 4 times in a row while \"pending-action:edit\" was served, then once at each " +
+            "weaker forcing level (\"required\", then \"reminder\"), and the run stopped. It is still pending, at the " +
+            "head of the queue: run again once the provider answers, or resolve, discard or clear it in the app. " +
+            "The last error (at \"reminder\"): ScriptedModel.generateText: attempt 6 with \"auto\" failed"
+        )
+      }).pipe(Effect.provide(session(
+        (request) => request.index === 0 ? editCall() : failure(request),
+        world
+      )))
+      // A session that cannot force anything: no probe, and the last error is the last attempt's.
+      const soft = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const error = yield* Effect.flip(driver.run("Edit", { toolkit: AppTools, retry: Schedule.recurs(5) }))
+        assert.instanceOf(error, RequeueLimitExceeded)
+        deepStrictEqual((error as RequeueLimitExceeded).probed, [])
+        assert.strictEqual(
+          (error as RequeueLimitExceeded).message,
+          "The model request failed 4 times in a row while \"pending-action:edit\" was served, and the run stopped. " +
+            "It is still pending, at the head of the queue: run again once the provider answers, or resolve, discard " +
+            "or clear it in the app. The last error: ScriptedModel.generateText: attempt 5 with \"auto\" failed"
+        )
+      }).pipe(Effect.provide(session(
+        (request) => request.index <= 1 ? [editCall(), "Later."][request.index]! : failure(request),
+        soft,
+        { modelCapabilities: ProviderToolChoice.autoOnly }
+      )))
+    }))
+
   it.live("a run whose first request fails keeps its prompt: the next run's request still holds it", () =>
     Effect.gen(function*() {
       const world = yield* makeWorld
@@ -937,6 +979,7 @@ describe("TurnDriver: a provider that refuses forcing degrades it and keeps the 
   it.effect("unrecognised failures of forced requests: after the limit, forcing less is probed and learned", () =>
     Effect.gen(function*() {
       const world = yield* makeWorld
+      const { layer: logs, logged } = yield* recordLogs
       let answered = 0
       const script: ScriptedModel.Script = (request) =>
         ScriptedModel.isForced(request) ?
@@ -961,7 +1004,15 @@ describe("TurnDriver: a provider that refuses forcing degrades it and keeps the 
         assert.strictEqual(yield* statusOf(world), "applied")
         deepStrictEqual((yield* driver.metrics).forcingDegraded, { required: 0, reminder: 1 })
         assert.isFalse((yield* driver.capabilities).supportsNamedToolChoice)
-      }).pipe(Effect.provide(session(script, world)))
+        // The warning tells the path taken, and cites the last failure before the accepted request.
+        deepStrictEqual(yield* Ref.get(logged), [
+          "effect-resolve: the provider refused forced tool_choice (4 failed requests with tool_choice " +
+          "{\"tool\":\"resolve\"}, 1 with {\"mode\":\"required\",\"oneOf\":[\"resolve\"]}, then one accepted with " +
+          "\"auto\": StatusCode: An HTTP response error occurred. (500 POST scripted://model)); forcing resolve is " +
+          "degraded to \"reminder\" for the rest of this session. Set ResolveConfig.modelCapabilities " +
+          "(supportsNamedToolChoice: false, supportsRequiredToolChoice: false) to start there."
+        ])
+      }).pipe(Effect.provide(Layer.merge(session(script, world), logs)))
     }))
 
   it.effect("retries count per HTTP attempt: a failing provider stops the run after maxErrorRequeues + 1", () =>
