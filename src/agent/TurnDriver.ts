@@ -506,6 +506,52 @@ const invalidArguments = (
 }
 
 /**
+ * What the driver keeps about one directive it served, by the directive's id (a preview's is its pending action's id,
+ * stable across a restart). An entry with nothing left to keep is not kept, and neither is the entry of a directive
+ * that is gone (see `pruneForcing`).
+ */
+interface Forcing {
+  /** The directive's label, to tell whether the queue still holds it. */
+  readonly label: string
+  /** Failed requests in a row while it was served (toward `maxErrorRequeues`). */
+  readonly errors: number
+  /** Turns in a row that pushed the model to resolve it and were ignored (toward `maxForcedTurns`). */
+  readonly ignored: number
+  /** Force it the next time it is served: the model ignored it on a turn that did not force it. */
+  readonly forceNext: boolean
+}
+
+const noForcing = (label: string): Forcing => ({ label, errors: 0, ignored: 0, forceNext: false })
+
+const keepsSomething = (entry: Forcing): boolean => entry.errors > 0 || entry.ignored > 0 || entry.forceNext
+
+/**
+ * The entries worth keeping: the in-flight directive's (`inFlight`), and of the others, for each label, at most as
+ * many as the queue still holds with that label (`queued`, from `inspect`, which lists only the directives still
+ * wanted), the most recently changed first. A directive that was resolved, dropped, cleared, removed or satisfied
+ * leaves no entry behind, so there are never more entries than live directives.
+ */
+const pruneForcing = (
+  all: ReadonlyMap<string, Forcing>,
+  inFlight: string | undefined,
+  queued: ReadonlyArray<string>
+): ReadonlyMap<string, Forcing> => {
+  const room = new Map<string, number>()
+  for (const label of queued) room.set(label, (room.get(label) ?? 0) + 1)
+  const kept: Array<readonly [string, Forcing]> = []
+  // Newest first: a Map keeps insertion order, and an entry is moved to the end whenever it changes.
+  for (const [id, entry] of [...all].reverse()) {
+    const left = room.get(entry.label) ?? 0
+    if (id !== inFlight) {
+      if (left === 0) continue
+      room.set(entry.label, left - 1)
+    }
+    kept.push([id, entry])
+  }
+  return kept.length === all.size ? all : new Map(kept.reverse())
+}
+
+/**
  * What a durable session stores after every turn, to continue after a restart exactly where it stopped: the
  * conversation, the steering messages not yet sent, the forcing state (keyed by pending-action id, stable across a
  * restart) and the forcing the provider refused.
@@ -566,9 +612,7 @@ export const make = (
     )
 
     const lastChoice = yield* Ref.make(Option.none<string>())
-    const errorStreak = yield* Ref.make(new Map<string, number>())
-    const ignoredForced = yield* Ref.make(new Map<string, number>())
-    const forceNext = yield* Ref.make(new Set<string>())
+    const forcing = yield* Ref.make<ReadonlyMap<string, Forcing>>(new Map())
     const carry = yield* Ref.make<ReadonlyArray<SteeringMessage>>([])
     const transcript = yield* Ref.make<ReadonlyArray<TurnRecord>>([])
     const turnCount = yield* Ref.make(0)
@@ -580,6 +624,7 @@ export const make = (
     // conversation does not hold.
     const store = pending.durable ? Option.getOrUndefined(yield* Effect.serviceOption(PendingStore)) : undefined
     if (store !== undefined) {
+      const actions = yield* pending.list
       const saved = yield* store.loadSession(id)
       if (Option.isSome(saved)) {
         const decoded = Schema.decodeUnknownEither(SessionStateJson)(saved.value)
@@ -587,9 +632,22 @@ export const make = (
           const state = decoded.right
           yield* Ref.set(history, state.history)
           yield* Ref.set(carry, state.steering)
-          yield* Ref.set(forceNext, new Set(state.forceNext))
-          yield* Ref.set(ignoredForced, new Map(state.ignoredForced))
-          yield* Ref.set(errorStreak, new Map(state.errorStreak))
+          // Only the entries of actions still pending: a directive that is gone (an action resolved by another
+          // process) would never be served, and its entry never forgotten.
+          const labels = new Map(
+            actions.filter((info) => info.status === "pending" || info.status === "resolving").map((info) =>
+              [info.id, directiveLabel(info.sourceToolName)] as const
+            )
+          )
+          const restored = new Map<string, Forcing>()
+          const restoreEntry = (key: string, f: (entry: Forcing) => Forcing) => {
+            const label = labels.get(key)
+            if (label !== undefined) restored.set(key, f(restored.get(key) ?? noForcing(label)))
+          }
+          for (const key of state.forceNext) restoreEntry(key, (entry) => ({ ...entry, forceNext: true }))
+          for (const [key, n] of state.ignoredForced) restoreEntry(key, (entry) => ({ ...entry, ignored: n }))
+          for (const [key, n] of state.errorStreak) restoreEntry(key, (entry) => ({ ...entry, errors: n }))
+          yield* Ref.set(forcing, restored)
           yield* Ref.set(refused, state.refused)
           yield* Ref.set(lastChoice, Option.fromNullable(state.lastChoice))
           yield* Ref.set(turnCount, state.turns)
@@ -602,7 +660,7 @@ export const make = (
         }
       }
       const known = JSON.stringify(Schema.encodeSync(Prompt.Prompt)(yield* Ref.get(history)))
-      const unseen = (yield* pending.list).filter((info) => info.status === "pending" && !known.includes(info.id))
+      const unseen = actions.filter((info) => info.status === "pending" && !known.includes(info.id))
       if (unseen.length > 0) {
         const now = yield* Clock.currentTimeMillis
         yield* Ref.update(carry, (messages) => [
@@ -621,13 +679,14 @@ export const make = (
 
     /** Saves the session for a restart (durable sessions only); a failed save is logged, never fails the run. */
     const persist: Effect.Effect<void> = store === undefined ? Effect.void : Effect.gen(function*() {
+      const entries = [...(yield* Ref.get(forcing))]
       const state: typeof SessionState.Type = {
         version: 1,
         history: yield* Ref.get(history),
         steering: [...(yield* Ref.get(carry)), ...(yield* bus.pending)],
-        forceNext: [...(yield* Ref.get(forceNext))],
-        ignoredForced: [...(yield* Ref.get(ignoredForced))],
-        errorStreak: [...(yield* Ref.get(errorStreak))],
+        forceNext: entries.filter(([, entry]) => entry.forceNext).map(([key]) => key),
+        ignoredForced: entries.filter(([, entry]) => entry.ignored > 0).map(([key, entry]) => [key, entry.ignored]),
+        errorStreak: entries.filter(([, entry]) => entry.errors > 0).map(([key, entry]) => [key, entry.errors]),
         refused: yield* Ref.get(refused),
         lastChoice: Option.getOrNull(yield* Ref.get(lastChoice)),
         turns: yield* Ref.get(turnCount)
@@ -640,17 +699,25 @@ export const make = (
       )
     )
 
-    const mapUpdate = <K, V>(ref: Ref.Ref<Map<K, V>>, f: (map: Map<K, V>) => void) =>
-      Ref.update(ref, (map) => {
-        const next = new Map(map)
-        f(next)
+    /** What is kept about the directive `info` names (nothing: an empty entry). */
+    const forcingOf = (info: InFlightInfo) =>
+      Effect.map(Ref.get(forcing), (all) => all.get(info.id) ?? noForcing(info.label))
+    /** Changes the entry of the directive `info` names; it becomes the most recent, and goes when it keeps nothing. */
+    const updateForcing = (info: InFlightInfo, f: (entry: Forcing) => Forcing) =>
+      Ref.update(forcing, (all) => {
+        const entry = f(all.get(info.id) ?? noForcing(info.label))
+        const next = new Map(all)
+        next.delete(info.id)
+        if (keepsSomething(entry)) next.set(info.id, { ...entry, label: info.label })
         return next
       })
-    const setUpdate = <K>(ref: Ref.Ref<Set<K>>, f: (set: Set<K>) => void) =>
-      Ref.update(ref, (set) => {
-        const next = new Set(set)
-        f(next)
-        return next
+    /** Forgets the entries of directives that are gone, against what is in flight and queued now. */
+    const prune = (inFlight: Option.Option<InFlightInfo>) =>
+      Effect.gen(function*() {
+        if ((yield* Ref.get(forcing)).size === 0) return
+        const queued = yield* queue.inspect
+        const keep = Option.isSome(inFlight) ? inFlight.value.id : undefined
+        yield* Ref.update(forcing, (all) => pruneForcing(all, keep, queued))
       })
 
     /** A preview is pending: the pending set has an action that forces `resolve` (the same set `resolve` reads). */
@@ -682,7 +749,7 @@ export const make = (
         if (Option.isNone(served)) return baseline
         const entry = Option.filter(info, (i) => isPreviewLabel(i.label))
         if (Option.isSome(entry)) {
-          const forced = (yield* Ref.get(forceNext)).has(entry.value.id)
+          const forced = (yield* forcingOf(entry.value)).forceNext
           if (typeof served.value === "object") {
             // A forced preview: sent as is when the model can force it, else the soft path.
             if (served.value.name === "resolve" && !capabilities.supportsNamedToolChoice) {
@@ -873,6 +940,7 @@ export const make = (
               const index = yield* Ref.updateAndGet(turnCount, (n) => n + 1)
               const served = yield* queue.nextToolChoice
               const info = yield* queue.inFlight
+              yield* prune(info)
               let decided = yield* plan(served, info, yield* capabilitiesNow)
               let infoNow = yield* queue.inFlight
               let steering = [
@@ -902,7 +970,7 @@ export const make = (
               const replan = (capabilities: ModelCapabilities) =>
                 Effect.gen(function*() {
                   const entry = entryOf(infoNow)
-                  if (Option.isSome(entry)) yield* setUpdate(forceNext, (s) => s.add(entry.value.id))
+                  if (Option.isSome(entry)) yield* updateForcing(entry.value, (f) => ({ ...f, forceNext: true }))
                   decided = yield* plan(served, infoNow, capabilities)
                   infoNow = yield* queue.inFlight
                   if (decided.resteer && !steering.includes(reminderMessage)) steering = [...steering, reminderMessage]
@@ -953,8 +1021,8 @@ export const make = (
                 }
                 // 2. Every failed attempt counts, retries included.
                 const served_ = infoNow.value
-                const streak = ((yield* Ref.get(errorStreak)).get(served_.id) ?? 0) + 1
-                yield* mapUpdate(errorStreak, (m) => m.set(served_.id, streak))
+                const streak = (yield* forcingOf(served_)).errors + 1
+                yield* updateForcing(served_, (f) => ({ ...f, errors: streak }))
                 if (streak > config.maxErrorRequeues) {
                   /** The last error received, and the weaker levels tried after the limit (each failed). */
                   let lastError = error
@@ -1002,7 +1070,7 @@ export const make = (
                   }
                   // 4. The run stops; the served directive is rejected with "error" like any failed turn, so a
                   // preview stays pending at the head of the queue. The next run starts a new streak.
-                  yield* mapUpdate(errorStreak, (m) => m.delete(served_.id))
+                  yield* updateForcing(served_, (f) => ({ ...f, errors: 0 }))
                   const pending = yield* failTurn("error")
                   const limit = new RequeueLimitExceeded({
                     directiveId: served_.id,
@@ -1025,9 +1093,9 @@ export const make = (
               }
               const servedNow = infoNow
               const entry = entryOf(servedNow)
-              if (Option.isSome(servedNow)) yield* mapUpdate(errorStreak, (m) => m.delete(servedNow.value.id))
+              if (Option.isSome(servedNow)) yield* updateForcing(servedNow.value, (f) => ({ ...f, errors: 0 }))
               if (decided.forcingEntry && Option.isSome(entry)) {
-                yield* mapUpdate(ignoredForced, (m) => m.set(entry.value.id, (m.get(entry.value.id) ?? 0) + 1))
+                yield* updateForcing(entry.value, (f) => ({ ...f, ignored: f.ignored + 1 }))
               }
 
               const calls = response.toolCalls.filter((call) => call.providerExecuted !== true) as Array<
@@ -1081,13 +1149,11 @@ export const make = (
               if (Option.isSome(entry)) {
                 const entryId = entry.value.id
                 if (all.some((r) => r.name === "resolve")) {
-                  yield* setUpdate(forceNext, (s) => s.delete(entryId))
-                  yield* mapUpdate(ignoredForced, (m) => m.delete(entryId))
+                  yield* updateForcing(entry.value, (f) => ({ ...f, forceNext: false, ignored: 0 }))
                 } else if (decided.forcingEntry) {
-                  const ignored = (yield* Ref.get(ignoredForced)).get(entryId) ?? 0
+                  const ignored = (yield* forcingOf(entry.value)).ignored
                   if (ignored >= config.maxForcedTurns) {
-                    yield* setUpdate(forceNext, (s) => s.delete(entryId))
-                    yield* mapUpdate(ignoredForced, (m) => m.delete(entryId))
+                    yield* updateForcing(entry.value, (f) => ({ ...f, forceNext: false, ignored: 0 }))
                     // The preview stays pending (requeued as not_invoked): the run stops, nothing staged is lost.
                     yield* finish(infoNow, "resolve")
                     const notCalled = new ResolveNotCalled({
@@ -1099,7 +1165,7 @@ export const make = (
                     return yield* notCalled
                   }
                 } else {
-                  yield* setUpdate(forceNext, (s) => s.add(entryId))
+                  yield* updateForcing(entry.value, (f) => ({ ...f, forceNext: true }))
                 }
               }
               yield* finish(infoNow, "resolve")
