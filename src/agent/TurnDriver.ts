@@ -138,24 +138,45 @@ export class RequeueLimitExceeded
 const errorText = (cause: unknown): string => capText(messageOf(cause, 4096).split("\n", 1)[0]!, 300)
 
 /**
- * The model ignored a pending preview for `maxForcedTurns` forced turns in a row; the run failed instead of
- * looping. The preview stays pending: the app may run again, resolve it itself, or drop it with
- * `ToolChoiceQueue.removeByLabel` / `clear`.
+ * The model ignored a pending preview for `maxForcedTurns` turns in a row that pushed it to resolve: `forcedTurns`
+ * forced `resolve`, and `remindedTurns` only repeated the reminder (the session could not force: see
+ * `TurnDriver.capabilities`). The run failed instead of looping. The preview stays pending: the app may run again,
+ * resolve it itself, or drop it with `ToolChoiceQueue.removeByLabel` / `clear`.
  *
  * @since 0.1.0
  * @category errors
  */
 export class ResolveNotCalled extends Schema.TaggedError<ResolveNotCalled>("effect-resolve/ResolveNotCalled")(
   "ResolveNotCalled",
-  { directiveId: Schema.String, label: Schema.String, forcedTurns: Schema.Number }
+  {
+    directiveId: Schema.String,
+    label: Schema.String,
+    /** Turns whose `tool_choice` forced `resolve`. */
+    forcedTurns: Schema.Number,
+    /**
+     * Turns that could only repeat the reminder, because the session could not force a tool call.
+     *
+     * @since 0.3.0
+     */
+    remindedTurns: Schema.optionalWith(Schema.Number, { default: () => 0 })
+  }
 ) {
   /**
    * @since 0.1.0
    */
   override get message(): string {
-    return `The model did not call resolve for "${this.label}" in ${this.forcedTurns} forced turns; the run ` +
-      `stopped and the preview is still pending. Check that the model supports forcing a tool, then run again, ` +
-      `or resolve or clear the preview in the app.`
+    const count = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`
+    const forced = count(this.forcedTurns, "forced turn")
+    const reminded = `${count(this.remindedTurns, "turn")} that only repeated the reminder`
+    const turns = this.remindedTurns === 0 ? forced : this.forcedTurns === 0 ? reminded : `${forced} and ${reminded}`
+    return `The model did not call resolve for "${this.label}" in ${turns}; the run stopped and the preview is ` +
+      `still pending. ` +
+      (this.remindedTurns === 0 ?
+        `Check that the model supports forcing a tool, then run again` :
+        `This session cannot force a tool call now (ResolveConfig.modelCapabilities, less the forcing the provider ` +
+        `refused), so its last turns only reminded the model: check that the model follows the reminder, then ` +
+        `run again`) +
+      `, or resolve or clear the preview in the app.`
   }
 }
 
@@ -517,11 +538,13 @@ interface Forcing {
   readonly errors: number
   /** Turns in a row that pushed the model to resolve it and were ignored (toward `maxForcedTurns`). */
   readonly ignored: number
+  /** Of `ignored`, the turns that could only repeat the reminder (the session could not force). */
+  readonly reminded: number
   /** Force it the next time it is served: the model ignored it on a turn that did not force it. */
   readonly forceNext: boolean
 }
 
-const noForcing = (label: string): Forcing => ({ label, errors: 0, ignored: 0, forceNext: false })
+const noForcing = (label: string): Forcing => ({ label, errors: 0, ignored: 0, reminded: 0, forceNext: false })
 
 const keepsSomething = (entry: Forcing): boolean => entry.errors > 0 || entry.ignored > 0 || entry.forceNext
 
@@ -562,6 +585,10 @@ const SessionState = Schema.Struct({
   steering: Schema.Array(SteeringMessage),
   forceNext: Schema.Array(Schema.String),
   ignoredForced: Schema.Array(Schema.Tuple(Schema.String, Schema.Number)),
+  /** Of `ignoredForced`, the turns that only repeated the reminder (absent in a state saved before 0.3). */
+  ignoredReminded: Schema.optionalWith(Schema.Array(Schema.Tuple(Schema.String, Schema.Number)), {
+    default: () => []
+  }),
   errorStreak: Schema.Array(Schema.Tuple(Schema.String, Schema.Number)),
   refused: Schema.Struct({ named: Schema.Boolean, required: Schema.Boolean }),
   lastChoice: Schema.NullOr(Schema.String),
@@ -646,6 +673,9 @@ export const make = (
           }
           for (const key of state.forceNext) restoreEntry(key, (entry) => ({ ...entry, forceNext: true }))
           for (const [key, n] of state.ignoredForced) restoreEntry(key, (entry) => ({ ...entry, ignored: n }))
+          for (const [key, n] of state.ignoredReminded) {
+            restoreEntry(key, (entry) => ({ ...entry, reminded: Math.min(n, entry.ignored) }))
+          }
           for (const [key, n] of state.errorStreak) restoreEntry(key, (entry) => ({ ...entry, errors: n }))
           yield* Ref.set(forcing, restored)
           yield* Ref.set(refused, state.refused)
@@ -686,6 +716,10 @@ export const make = (
         steering: [...(yield* Ref.get(carry)), ...(yield* bus.pending)],
         forceNext: entries.filter(([, entry]) => entry.forceNext).map(([key]) => key),
         ignoredForced: entries.filter(([, entry]) => entry.ignored > 0).map(([key, entry]) => [key, entry.ignored]),
+        ignoredReminded: entries.filter(([, entry]) => entry.reminded > 0).map(([key, entry]) => [
+          key,
+          entry.reminded
+        ]),
         errorStreak: entries.filter(([, entry]) => entry.errors > 0).map(([key, entry]) => [key, entry.errors]),
         refused: yield* Ref.get(refused),
         lastChoice: Option.getOrNull(yield* Ref.get(lastChoice)),
@@ -1095,7 +1129,12 @@ export const make = (
               const entry = entryOf(servedNow)
               if (Option.isSome(servedNow)) yield* updateForcing(servedNow.value, (f) => ({ ...f, errors: 0 }))
               if (decided.forcingEntry && Option.isSome(entry)) {
-                yield* updateForcing(entry.value, (f) => ({ ...f, ignored: f.ignored + 1 }))
+                // A turn at the reminder level (nothing forced) counts too, as one that only reminded.
+                yield* updateForcing(entry.value, (f) => ({
+                  ...f,
+                  ignored: f.ignored + 1,
+                  reminded: f.reminded + (decided.forced ? 0 : 1)
+                }))
               }
 
               const calls = response.toolCalls.filter((call) => call.providerExecuted !== true) as Array<
@@ -1149,17 +1188,18 @@ export const make = (
               if (Option.isSome(entry)) {
                 const entryId = entry.value.id
                 if (all.some((r) => r.name === "resolve")) {
-                  yield* updateForcing(entry.value, (f) => ({ ...f, forceNext: false, ignored: 0 }))
+                  yield* updateForcing(entry.value, (f) => ({ ...f, forceNext: false, ignored: 0, reminded: 0 }))
                 } else if (decided.forcingEntry) {
-                  const ignored = (yield* forcingOf(entry.value)).ignored
+                  const { ignored, reminded } = yield* forcingOf(entry.value)
                   if (ignored >= config.maxForcedTurns) {
-                    yield* updateForcing(entry.value, (f) => ({ ...f, forceNext: false, ignored: 0 }))
+                    yield* updateForcing(entry.value, (f) => ({ ...f, forceNext: false, ignored: 0, reminded: 0 }))
                     // The preview stays pending (requeued as not_invoked): the run stops, nothing staged is lost.
                     yield* finish(infoNow, "resolve")
                     const notCalled = new ResolveNotCalled({
                       directiveId: entryId,
                       label: entry.value.label,
-                      forcedTurns: ignored
+                      forcedTurns: ignored - reminded,
+                      remindedTurns: reminded
                     })
                     yield* Effect.logError(`effect-resolve: ${notCalled.message}`)
                     return yield* notCalled

@@ -444,6 +444,13 @@ describe("TurnDriver", () => {
         const error = yield* Effect.flip(driver.run("Edit", { toolkit: AppTools }))
         assert.instanceOf(error, ResolveNotCalled)
         assert.strictEqual((error as ResolveNotCalled).forcedTurns, 3)
+        assert.strictEqual((error as ResolveNotCalled).remindedTurns, 0)
+        assert.strictEqual(
+          (error as ResolveNotCalled).message,
+          "The model did not call resolve for \"pending-action:edit\" in 3 forced turns; the run stopped and the " +
+            "preview is still pending. Check that the model supports forcing a tool, then run again, or resolve or " +
+            "clear the preview in the app."
+        )
         const requests = yield* ScriptedModel.requests
         deepStrictEqual(requests.map((r) => r.toolChoice), [
           "auto",
@@ -622,10 +629,23 @@ describe("TurnDriver", () => {
       yield* Effect.gen(function*() {
         const driver = yield* TurnDriver
         const error = yield* Effect.flip(driver.run("Edit", { toolkit: AppTools }))
-        assert.strictEqual(error._tag, "ResolveNotCalled")
+        assert.instanceOf(error, ResolveNotCalled)
         const requests = yield* ScriptedModel.requests
         deepStrictEqual(requests.map((r) => r.toolChoice), ["auto", "auto", "auto", "auto", "auto"])
         deepStrictEqual(requests.map((r) => countReminders(r.userTexts)), [0, 1, 2, 3, 4])
+        // Nothing was forced: the error counts the turns that repeated the reminder (after the preview's own), and
+        // says so.
+        const notCalled = error as ResolveNotCalled
+        assert.strictEqual(notCalled.forcedTurns, 0)
+        assert.strictEqual(notCalled.remindedTurns, requests.slice(2).length)
+        assert.strictEqual(
+          notCalled.message,
+          "The model did not call resolve for \"pending-action:edit\" in 3 turns that only repeated the reminder; " +
+            "the run stopped and the preview is still pending. This session cannot force a tool call now " +
+            "(ResolveConfig.modelCapabilities, less the forcing the provider refused), so its last turns only " +
+            "reminded the model: check that the model follows the reminder, then run again, or resolve or clear the " +
+            "preview in the app."
+        )
         const metrics = yield* driver.metrics
         assert.strictEqual(metrics.forcedTurns, 0)
         assert.strictEqual(metrics.toolChoiceChanges, 0)
@@ -634,6 +654,48 @@ describe("TurnDriver", () => {
         world,
         { modelCapabilities: ProviderToolChoice.autoOnly }
       )))
+    }))
+
+  it.effect("ResolveNotCalled tells forced turns from turns that only reminded, when forcing was lost midway", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      let named = 0
+      const script: ScriptedModel.Script = (request) =>
+        request.index === 0 ?
+          editCall() :
+          ScriptedModel.isForced(request) && named++ > 0 ?
+          ScriptedModel.fail(thinkingRefusal) :
+          ScriptedModel.text("No.")
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const error = yield* Effect.flip(driver.run("Edit", { toolkit: AppTools }))
+        assert.instanceOf(error, ResolveNotCalled)
+        // One forced turn answered with text, a refused request, then two turns with the reminder again.
+        const requests = yield* ScriptedModel.requests
+        deepStrictEqual(requests.map((r) => r.toolChoice), [
+          "auto",
+          { tool: "resolve" },
+          { tool: "resolve" },
+          "auto",
+          "auto"
+        ])
+        const notCalled = error as ResolveNotCalled
+        deepStrictEqual([notCalled.forcedTurns, notCalled.remindedTurns], [1, 2])
+        assert.strictEqual(
+          notCalled.message,
+          "The model did not call resolve for \"pending-action:edit\" in 1 forced turn and 2 turns that only " +
+            "repeated the reminder; the run stopped and the preview is still pending. This session cannot force a " +
+            "tool call now (ResolveConfig.modelCapabilities, less the forcing the provider refused), so its last " +
+            "turns only reminded the model: check that the model follows the reminder, then run again, or resolve " +
+            "or clear the preview in the app."
+        )
+      }).pipe(Effect.provide(session(script, world, {
+        modelCapabilities: {
+          supportsNamedToolChoice: true,
+          supportsRequiredToolChoice: false,
+          supportsNoneToolChoice: true
+        }
+      })))
     }))
 
   it.effect("a directive the model cannot express is rejected as unavailable and the turn sends auto", () =>
