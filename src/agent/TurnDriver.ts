@@ -272,7 +272,7 @@ export interface RunOptions<Tools extends Record<string, Tool.Any>, E, R> {
 export interface SessionOptions {
   /** The system prompt of the conversation. */
   readonly system?: string | undefined
-  /** The id that tags this session's metrics; default a fresh `session-<n>`. */
+  /** The session's id (`driver.id`, the `session` attribute of its spans); default a fresh `session-<n>`. */
   readonly sessionId?: string | undefined
 }
 
@@ -286,7 +286,7 @@ export declare namespace TurnDriver {
    * @category models
    */
   export interface Service {
-    /** The session id (the `session` tag of its metrics). */
+    /** The session id (the `session` attribute of its spans). */
     readonly id: string
     /**
      * Adds `prompt` (a user message) and drives turns until the model stops asking for tools and nothing is
@@ -309,7 +309,10 @@ export declare namespace TurnDriver {
     readonly history: Effect.Effect<Prompt.Prompt>
     /** Every turn of the session, oldest first. */
     readonly transcript: Effect.Effect<ReadonlyArray<TurnRecord>>
-    /** This session's metric values. */
+    /**
+     * This session's counts, kept in the session since its driver was built; the process-wide `ResolveMetrics`
+     * carry no session tag.
+     */
     readonly metrics: Effect.Effect<ResolveMetrics.Snapshot>
     /**
      * What the session's model can be sent: `ResolveConfig.modelCapabilities` less the forcing the provider refused
@@ -639,6 +642,8 @@ export const make = (
     )
 
     const lastChoice = yield* Ref.make(Option.none<string>())
+    // The session's own counts (the process-wide metrics carry no session tag).
+    const counters = yield* ResolveMetrics.makeCounters
     const forcing = yield* Ref.make<ReadonlyMap<string, Forcing>>(new Map())
     const carry = yield* Ref.make<ReadonlyArray<SteeringMessage>>([])
     const transcript = yield* Ref.make<ReadonlyArray<TurnRecord>>([])
@@ -767,7 +772,7 @@ export const make = (
         if (after.length === before.length + 1 && after[0] === info.value.label) {
           const reason = end === "resolve" ? "not_invoked" : end
           if (reason === "error" || reason === "aborted" || reason === "not_invoked") {
-            yield* ResolveMetrics.recordRequeue(id, reason)
+            yield* ResolveMetrics.recordRequeue(counters, reason)
           }
           return true
         }
@@ -828,7 +833,7 @@ export const make = (
       Effect.gen(function*() {
         const before = forcingLevel(withRefused(config.modelCapabilities, yield* Ref.getAndSet(refused, next)))
         const level = forcingLevel(withRefused(config.modelCapabilities, next))
-        if (level !== "named" && level !== before) yield* ResolveMetrics.recordForcingDegraded(id, level)
+        if (level !== "named" && level !== before) yield* ResolveMetrics.recordForcingDegraded(counters, level)
         const flags = [
           ...(next.named ? ["supportsNamedToolChoice: false"] : []),
           ...(next.required ? ["supportsRequiredToolChoice: false"] : [])
@@ -928,14 +933,18 @@ export const make = (
               )
               if (wasPending) {
                 if (Exit.isSuccess(exit)) {
-                  yield* ResolveMetrics.recordPreview(id, action === "discard" ? "discarded" : "applied")
+                  yield* ResolveMetrics.recordPreview(counters, action === "discard" ? "discarded" : "applied")
                 } else if (action === "apply" && Option.isSome(Cause.failureOption(exit.cause))) {
                   const failure = Cause.failureOption(exit.cause)
                   const tag = Option.isSome(failure) ? (failure.value as { _tag?: string })._tag : undefined
-                  if (tag === "ApplyFailed" || tag === "ToolError") yield* ResolveMetrics.recordPreview(id, "failed")
+                  if (tag === "ApplyFailed" || tag === "ToolError") {
+                    yield* ResolveMetrics.recordPreview(counters, "failed")
+                  }
                 }
               }
-              if (Exit.isSuccess(exit)) return record(call, "executed", false, exit.value)
+              if (Exit.isSuccess(exit)) {
+                return record(call, "executed", false, exit.value)
+              }
               const failure = Cause.failureOption(exit.cause)
               if (Option.isSome(failure)) return record(call, "executed", true, toFailure(failure.value))
               return yield* Effect.failCause(exit.cause)
@@ -955,7 +964,7 @@ export const make = (
               Effect.provide(runtime)
             )
             const staged = (yield* pending.staged) - before
-            for (let i = 0; i < staged; i++) yield* ResolveMetrics.recordPreview(id, "staged")
+            for (let i = 0; i < staged; i++) yield* ResolveMetrics.recordPreview(counters, "staged")
             if (staged > 0) yield* Ref.set(stagedInBatch, true)
             return outcome
           }).pipe(Effect.withSpan("TurnDriver.toolCall", { attributes: { tool: call.name } }))
@@ -984,7 +993,7 @@ export const make = (
               ]
               const entryOf = (inFlight: Option.Option<InFlightInfo>) =>
                 Option.filter(inFlight, (i) => isPreviewLabel(i.label))
-              yield* ResolveMetrics.recordTurn(id, decided.forced, yield* noteChoice(decided.choice))
+              yield* ResolveMetrics.recordTurn(counters, decided.forced, yield* noteChoice(decided.choice))
               const base = () => ({
                 turn: index,
                 served,
@@ -1008,7 +1017,7 @@ export const make = (
                   decided = yield* plan(served, infoNow, capabilities)
                   infoNow = yield* queue.inFlight
                   if (decided.resteer && !steering.includes(reminderMessage)) steering = [...steering, reminderMessage]
-                  if (yield* noteChoice(decided.choice)) yield* ResolveMetrics.recordToolChoiceChange(id)
+                  if (yield* noteChoice(decided.choice)) yield* ResolveMetrics.recordToolChoiceChange(counters)
                 })
               const retries = runOptions.retry === undefined ? undefined : yield* Schedule.driver(runOptions.retry)
               /** Waits as the retry schedule says: whether to retry. Interrupting the wait aborts the turn. */
@@ -1076,7 +1085,7 @@ export const make = (
                       if (probe.resteer && !steering.includes(reminderMessage)) {
                         steering = [...steering, reminderMessage]
                       }
-                      if (yield* noteChoice(probe.choice)) yield* ResolveMetrics.recordToolChoiceChange(id)
+                      if (yield* noteChoice(probe.choice)) yield* ResolveMetrics.recordToolChoiceChange(counters)
                       const attempt = yield* Effect.exit(restore(send(steeringPrompt(steering), probe.choice)))
                       if (Exit.isSuccess(attempt)) {
                         const how = `${streak} failed requests with tool_choice ${JSON.stringify(decided.choice)}` +
@@ -1235,7 +1244,7 @@ export const make = (
       run,
       history: Ref.get(history),
       transcript: Ref.get(transcript),
-      metrics: ResolveMetrics.snapshot(id),
+      metrics: counters.snapshot,
       capabilities: Effect.flatMap(
         ResolveConfig,
         (config) => Effect.map(Ref.get(refused), (r) => withRefused(config.modelCapabilities, r))
