@@ -97,7 +97,8 @@ export class MaxTurnsExceeded extends Schema.TaggedError<MaxTurnsExceeded>("effe
  * included) while a directive was served, and forcing less did not help: the run stopped. The directive was rejected
  * with `"error"` like any failed turn, so a preview is **still pending** at the head of the queue (`pending`): the
  * next run serves it again with a fresh count, and only the app (`clear`, `removeByLabel`) or a `discard` ends it.
- * `cause` is the last model error.
+ * `errors` counts the failed requests up to the limit; `probed` lists the weaker forcing levels then tried once each
+ * (all failed too); `cause` is the last error received (the last probe's, when there were probes).
  *
  * @since 0.1.0
  * @category errors
@@ -109,44 +110,73 @@ export class RequeueLimitExceeded
     errors: Schema.Number,
     /** The directive is back at the head of the queue (a preview: still pending). */
     pending: Schema.Boolean,
-    cause: Schema.Defect
+    cause: Schema.Defect,
+    /**
+     * The weaker forcing levels tried once each after the limit, in order (a forced preview only); each failed.
+     *
+     * @since 0.3.0
+     */
+    probed: Schema.optionalWith(Schema.Array(Schema.Literal("required", "reminder")), { default: () => [] })
   })
 {
   /**
    * @since 0.1.0
    */
   override get message(): string {
-    return `The model request failed ${this.errors} times in a row while "${this.label}" was served, and the run ` +
-      `stopped. ` +
+    const probes = this.probed.map((level) => `"${level}"`).join(", then ")
+    return `The model request failed ${this.errors} times in a row while "${this.label}" was served` +
+      (this.probed.length === 0 ? "" : `, then once at each weaker forcing level (${probes})`) +
+      `, and the run stopped. ` +
       (this.pending ?
         `It is still pending, at the head of the queue: run again once the provider answers, or resolve, discard ` +
         `or clear it in the app.` :
         `The directive's onRejected dropped it.`) +
-      ` The last error: ${errorText(this.cause)}`
+      ` The last error${this.probed.length === 0 ? "" : ` (at "${this.probed.at(-1)}")`}: ${errorText(this.cause)}`
   }
 }
 
 const errorText = (cause: unknown): string => capText(messageOf(cause, 4096).split("\n", 1)[0]!, 300)
 
 /**
- * The model ignored a pending preview for `maxForcedTurns` forced turns in a row; the run failed instead of
- * looping. The preview stays pending: the app may run again, resolve it itself, or drop it with
- * `ToolChoiceQueue.removeByLabel` / `clear`.
+ * The model ignored a pending preview for `maxForcedTurns` turns in a row that pushed it to resolve: `forcedTurns`
+ * forced `resolve`, and `remindedTurns` only repeated the reminder (the session could not force: see
+ * `TurnDriver.capabilities`). The run failed instead of looping. The preview stays pending: the app may run again,
+ * resolve it itself, or drop it with `ToolChoiceQueue.removeByLabel` / `clear`.
  *
  * @since 0.1.0
  * @category errors
  */
 export class ResolveNotCalled extends Schema.TaggedError<ResolveNotCalled>("effect-resolve/ResolveNotCalled")(
   "ResolveNotCalled",
-  { directiveId: Schema.String, label: Schema.String, forcedTurns: Schema.Number }
+  {
+    directiveId: Schema.String,
+    label: Schema.String,
+    /** Turns whose `tool_choice` forced `resolve`. */
+    forcedTurns: Schema.Number,
+    /**
+     * Turns that could only repeat the reminder, because the session could not force a tool call.
+     *
+     * @since 0.3.0
+     */
+    remindedTurns: Schema.optionalWith(Schema.Number, { default: () => 0 })
+  }
 ) {
   /**
    * @since 0.1.0
    */
   override get message(): string {
-    return `The model did not call resolve for "${this.label}" in ${this.forcedTurns} forced turns; the run ` +
-      `stopped and the preview is still pending. Check that the model supports forcing a tool, then run again, ` +
-      `or resolve or clear the preview in the app.`
+    const count = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`
+    const forced = count(this.forcedTurns, "forced turn")
+    const reminded = `${count(this.remindedTurns, "turn")} that only repeated the reminder`
+    const turns = this.remindedTurns === 0 ? forced : this.forcedTurns === 0 ? reminded : `${forced} and ${reminded}`
+    return `The model did not call resolve for "${this.label}" in ${turns}; the run stopped and the preview is ` +
+      `still pending. ` +
+      (this.remindedTurns === 0 ?
+        `Check that the model supports forcing a tool, then run again` :
+        `This session cannot force a tool call now (ResolveConfig.modelCapabilities, less the forcing the provider ` +
+        `refused), so its last turns only reminded the model: check that the model follows the reminder, then ` +
+        `run again`) +
+      `, or resolve or clear the preview in the app.`
   }
 }
 
@@ -242,7 +272,7 @@ export interface RunOptions<Tools extends Record<string, Tool.Any>, E, R> {
 export interface SessionOptions {
   /** The system prompt of the conversation. */
   readonly system?: string | undefined
-  /** The id that tags this session's metrics; default a fresh `session-<n>`. */
+  /** The session's id (`driver.id`, the `session` attribute of its spans); default a fresh `session-<n>`. */
   readonly sessionId?: string | undefined
 }
 
@@ -256,7 +286,7 @@ export declare namespace TurnDriver {
    * @category models
    */
   export interface Service {
-    /** The session id (the `session` tag of its metrics). */
+    /** The session id (the `session` attribute of its spans). */
     readonly id: string
     /**
      * Adds `prompt` (a user message) and drives turns until the model stops asking for tools and nothing is
@@ -279,7 +309,10 @@ export declare namespace TurnDriver {
     readonly history: Effect.Effect<Prompt.Prompt>
     /** Every turn of the session, oldest first. */
     readonly transcript: Effect.Effect<ReadonlyArray<TurnRecord>>
-    /** This session's metric values. */
+    /**
+     * This session's counts, kept in the session since its driver was built; the process-wide `ResolveMetrics`
+     * carry no session tag.
+     */
     readonly metrics: Effect.Effect<ResolveMetrics.Snapshot>
     /**
      * What the session's model can be sent: `ResolveConfig.modelCapabilities` less the forcing the provider refused
@@ -432,13 +465,29 @@ const withRefused = (capabilities: ModelCapabilities, refused: Refused): ModelCa
   supportsRequiredToolChoice: capabilities.supportsRequiredToolChoice && !refused.required
 })
 
-/** The refusals one level below `capabilities`; `undefined` at the reminder level. */
-const oneLevelDown = (capabilities: ModelCapabilities, refused: Refused): Refused | undefined =>
-  capabilities.supportsNamedToolChoice ?
-    { ...refused, named: true } :
-    capabilities.supportsRequiredToolChoice ?
-    { ...refused, required: true } :
+/**
+ * The forcing level a request's `tool_choice` used: a named tool is `named`; `"required"`, or `required` among some
+ * tools, is `required`; a choice that forces nothing has none.
+ */
+const levelOf = (choice: LanguageModel.ToolChoice<string>): "named" | "required" | undefined =>
+  choice === "required" ?
+    "required" :
+    typeof choice !== "object" ?
+    undefined :
+    "tool" in choice ?
+    "named" :
+    choice.mode === "required" ?
+    "required" :
     undefined
+
+/**
+ * The refusals once the level `choice` used is refused too: exactly that level, the others kept; `undefined` when
+ * `choice` forces nothing or its level was already refused (nothing to learn).
+ */
+const refuse = (refused: Refused, choice: LanguageModel.ToolChoice<string>): Refused | undefined => {
+  const level = levelOf(choice)
+  return level === undefined || refused[level] ? undefined : { ...refused, [level]: true }
+}
 
 /** At most this many characters of a tool name or a decode error are quoted back to the model. */
 const quoteMax = 300
@@ -481,6 +530,54 @@ const invalidArguments = (
 }
 
 /**
+ * What the driver keeps about one directive it served, by the directive's id (a preview's is its pending action's id,
+ * stable across a restart). An entry with nothing left to keep is not kept, and neither is the entry of a directive
+ * that is gone (see `pruneForcing`).
+ */
+interface Forcing {
+  /** The directive's label, to tell whether the queue still holds it. */
+  readonly label: string
+  /** Failed requests in a row while it was served (toward `maxErrorRequeues`). */
+  readonly errors: number
+  /** Turns in a row that pushed the model to resolve it and were ignored (toward `maxForcedTurns`). */
+  readonly ignored: number
+  /** Of `ignored`, the turns that could only repeat the reminder (the session could not force). */
+  readonly reminded: number
+  /** Force it the next time it is served: the model ignored it on a turn that did not force it. */
+  readonly forceNext: boolean
+}
+
+const noForcing = (label: string): Forcing => ({ label, errors: 0, ignored: 0, reminded: 0, forceNext: false })
+
+const keepsSomething = (entry: Forcing): boolean => entry.errors > 0 || entry.ignored > 0 || entry.forceNext
+
+/**
+ * The entries worth keeping: the in-flight directive's (`inFlight`), and of the others, for each label, at most as
+ * many as the queue still holds with that label (`queued`, from `inspect`, which lists only the directives still
+ * wanted), the most recently changed first. A directive that was resolved, dropped, cleared, removed or satisfied
+ * leaves no entry behind, so there are never more entries than live directives.
+ */
+const pruneForcing = (
+  all: ReadonlyMap<string, Forcing>,
+  inFlight: string | undefined,
+  queued: ReadonlyArray<string>
+): ReadonlyMap<string, Forcing> => {
+  const room = new Map<string, number>()
+  for (const label of queued) room.set(label, (room.get(label) ?? 0) + 1)
+  const kept: Array<readonly [string, Forcing]> = []
+  // Newest first: a Map keeps insertion order, and an entry is moved to the end whenever it changes.
+  for (const [id, entry] of [...all].reverse()) {
+    const left = room.get(entry.label) ?? 0
+    if (id !== inFlight) {
+      if (left === 0) continue
+      room.set(entry.label, left - 1)
+    }
+    kept.push([id, entry])
+  }
+  return kept.length === all.size ? all : new Map(kept.reverse())
+}
+
+/**
  * What a durable session stores after every turn, to continue after a restart exactly where it stopped: the
  * conversation, the steering messages not yet sent, the forcing state (keyed by pending-action id, stable across a
  * restart) and the forcing the provider refused.
@@ -491,6 +588,10 @@ const SessionState = Schema.Struct({
   steering: Schema.Array(SteeringMessage),
   forceNext: Schema.Array(Schema.String),
   ignoredForced: Schema.Array(Schema.Tuple(Schema.String, Schema.Number)),
+  /** Of `ignoredForced`, the turns that only repeated the reminder (absent in a state saved before 0.3). */
+  ignoredReminded: Schema.optionalWith(Schema.Array(Schema.Tuple(Schema.String, Schema.Number)), {
+    default: () => []
+  }),
   errorStreak: Schema.Array(Schema.Tuple(Schema.String, Schema.Number)),
   refused: Schema.Struct({ named: Schema.Boolean, required: Schema.Boolean }),
   lastChoice: Schema.NullOr(Schema.String),
@@ -541,9 +642,9 @@ export const make = (
     )
 
     const lastChoice = yield* Ref.make(Option.none<string>())
-    const errorStreak = yield* Ref.make(new Map<string, number>())
-    const ignoredForced = yield* Ref.make(new Map<string, number>())
-    const forceNext = yield* Ref.make(new Set<string>())
+    // The session's own counts (the process-wide metrics carry no session tag).
+    const counters = yield* ResolveMetrics.makeCounters
+    const forcing = yield* Ref.make<ReadonlyMap<string, Forcing>>(new Map())
     const carry = yield* Ref.make<ReadonlyArray<SteeringMessage>>([])
     const transcript = yield* Ref.make<ReadonlyArray<TurnRecord>>([])
     const turnCount = yield* Ref.make(0)
@@ -555,6 +656,7 @@ export const make = (
     // conversation does not hold.
     const store = pending.durable ? Option.getOrUndefined(yield* Effect.serviceOption(PendingStore)) : undefined
     if (store !== undefined) {
+      const actions = yield* pending.list
       const saved = yield* store.loadSession(id)
       if (Option.isSome(saved)) {
         const decoded = Schema.decodeUnknownEither(SessionStateJson)(saved.value)
@@ -562,9 +664,25 @@ export const make = (
           const state = decoded.right
           yield* Ref.set(history, state.history)
           yield* Ref.set(carry, state.steering)
-          yield* Ref.set(forceNext, new Set(state.forceNext))
-          yield* Ref.set(ignoredForced, new Map(state.ignoredForced))
-          yield* Ref.set(errorStreak, new Map(state.errorStreak))
+          // Only the entries of actions still pending: a directive that is gone (an action resolved by another
+          // process) would never be served, and its entry never forgotten.
+          const labels = new Map(
+            actions.filter((info) => info.status === "pending" || info.status === "resolving").map((info) =>
+              [info.id, directiveLabel(info.sourceToolName)] as const
+            )
+          )
+          const restored = new Map<string, Forcing>()
+          const restoreEntry = (key: string, f: (entry: Forcing) => Forcing) => {
+            const label = labels.get(key)
+            if (label !== undefined) restored.set(key, f(restored.get(key) ?? noForcing(label)))
+          }
+          for (const key of state.forceNext) restoreEntry(key, (entry) => ({ ...entry, forceNext: true }))
+          for (const [key, n] of state.ignoredForced) restoreEntry(key, (entry) => ({ ...entry, ignored: n }))
+          for (const [key, n] of state.ignoredReminded) {
+            restoreEntry(key, (entry) => ({ ...entry, reminded: Math.min(n, entry.ignored) }))
+          }
+          for (const [key, n] of state.errorStreak) restoreEntry(key, (entry) => ({ ...entry, errors: n }))
+          yield* Ref.set(forcing, restored)
           yield* Ref.set(refused, state.refused)
           yield* Ref.set(lastChoice, Option.fromNullable(state.lastChoice))
           yield* Ref.set(turnCount, state.turns)
@@ -577,7 +695,7 @@ export const make = (
         }
       }
       const known = JSON.stringify(Schema.encodeSync(Prompt.Prompt)(yield* Ref.get(history)))
-      const unseen = (yield* pending.list).filter((info) => info.status === "pending" && !known.includes(info.id))
+      const unseen = actions.filter((info) => info.status === "pending" && !known.includes(info.id))
       if (unseen.length > 0) {
         const now = yield* Clock.currentTimeMillis
         yield* Ref.update(carry, (messages) => [
@@ -596,13 +714,18 @@ export const make = (
 
     /** Saves the session for a restart (durable sessions only); a failed save is logged, never fails the run. */
     const persist: Effect.Effect<void> = store === undefined ? Effect.void : Effect.gen(function*() {
+      const entries = [...(yield* Ref.get(forcing))]
       const state: typeof SessionState.Type = {
         version: 1,
         history: yield* Ref.get(history),
         steering: [...(yield* Ref.get(carry)), ...(yield* bus.pending)],
-        forceNext: [...(yield* Ref.get(forceNext))],
-        ignoredForced: [...(yield* Ref.get(ignoredForced))],
-        errorStreak: [...(yield* Ref.get(errorStreak))],
+        forceNext: entries.filter(([, entry]) => entry.forceNext).map(([key]) => key),
+        ignoredForced: entries.filter(([, entry]) => entry.ignored > 0).map(([key, entry]) => [key, entry.ignored]),
+        ignoredReminded: entries.filter(([, entry]) => entry.reminded > 0).map(([key, entry]) => [
+          key,
+          entry.reminded
+        ]),
+        errorStreak: entries.filter(([, entry]) => entry.errors > 0).map(([key, entry]) => [key, entry.errors]),
         refused: yield* Ref.get(refused),
         lastChoice: Option.getOrNull(yield* Ref.get(lastChoice)),
         turns: yield* Ref.get(turnCount)
@@ -615,17 +738,25 @@ export const make = (
       )
     )
 
-    const mapUpdate = <K, V>(ref: Ref.Ref<Map<K, V>>, f: (map: Map<K, V>) => void) =>
-      Ref.update(ref, (map) => {
-        const next = new Map(map)
-        f(next)
+    /** What is kept about the directive `info` names (nothing: an empty entry). */
+    const forcingOf = (info: InFlightInfo) =>
+      Effect.map(Ref.get(forcing), (all) => all.get(info.id) ?? noForcing(info.label))
+    /** Changes the entry of the directive `info` names; it becomes the most recent, and goes when it keeps nothing. */
+    const updateForcing = (info: InFlightInfo, f: (entry: Forcing) => Forcing) =>
+      Ref.update(forcing, (all) => {
+        const entry = f(all.get(info.id) ?? noForcing(info.label))
+        const next = new Map(all)
+        next.delete(info.id)
+        if (keepsSomething(entry)) next.set(info.id, { ...entry, label: info.label })
         return next
       })
-    const setUpdate = <K>(ref: Ref.Ref<Set<K>>, f: (set: Set<K>) => void) =>
-      Ref.update(ref, (set) => {
-        const next = new Set(set)
-        f(next)
-        return next
+    /** Forgets the entries of directives that are gone, against what is in flight and queued now. */
+    const prune = (inFlight: Option.Option<InFlightInfo>) =>
+      Effect.gen(function*() {
+        if ((yield* Ref.get(forcing)).size === 0) return
+        const queued = yield* queue.inspect
+        const keep = Option.isSome(inFlight) ? inFlight.value.id : undefined
+        yield* Ref.update(forcing, (all) => pruneForcing(all, keep, queued))
       })
 
     /** A preview is pending: the pending set has an action that forces `resolve` (the same set `resolve` reads). */
@@ -641,7 +772,7 @@ export const make = (
         if (after.length === before.length + 1 && after[0] === info.value.label) {
           const reason = end === "resolve" ? "not_invoked" : end
           if (reason === "error" || reason === "aborted" || reason === "not_invoked") {
-            yield* ResolveMetrics.recordRequeue(id, reason)
+            yield* ResolveMetrics.recordRequeue(counters, reason)
           }
           return true
         }
@@ -657,7 +788,7 @@ export const make = (
         if (Option.isNone(served)) return baseline
         const entry = Option.filter(info, (i) => isPreviewLabel(i.label))
         if (Option.isSome(entry)) {
-          const forced = (yield* Ref.get(forceNext)).has(entry.value.id)
+          const forced = (yield* forcingOf(entry.value)).forceNext
           if (typeof served.value === "object") {
             // A forced preview: sent as is when the model can force it, else the soft path.
             if (served.value.name === "resolve" && !capabilities.supportsNamedToolChoice) {
@@ -689,7 +820,10 @@ export const make = (
         (previous) => Option.isSome(previous) && previous.value !== JSON.stringify(choice)
       )
 
-    /** Records forcing the provider refused: the session's capabilities from now on, a warning and a metric. */
+    /**
+     * Records forcing the provider refused: the session's capabilities from now on, a warning, and a metric when the
+     * level `resolve` is forced at went down (a refused `"required"` leaves named forcing as it was).
+     */
     const learn = (
       config: ResolveConfigShape,
       next: Refused,
@@ -697,13 +831,19 @@ export const make = (
       error: AiError.AiError
     ) =>
       Effect.gen(function*() {
-        yield* Ref.set(refused, next)
+        const before = forcingLevel(withRefused(config.modelCapabilities, yield* Ref.getAndSet(refused, next)))
         const level = forcingLevel(withRefused(config.modelCapabilities, next))
-        yield* ResolveMetrics.recordForcingDegraded(id, level === "named" ? "required" : level)
+        if (level !== "named" && level !== before) yield* ResolveMetrics.recordForcingDegraded(counters, level)
+        const flags = [
+          ...(next.named ? ["supportsNamedToolChoice: false"] : []),
+          ...(next.required ? ["supportsRequiredToolChoice: false"] : [])
+        ].join(", ")
         yield* Effect.logWarning(
-          `effect-resolve: the provider refused forced tool_choice (${how}: ${errorText(error)}); forcing ` +
-            `resolve is degraded to "${level}" for the rest of this session. Set ResolveConfig.modelCapabilities ` +
-            `to start there.`
+          `effect-resolve: the provider refused forced tool_choice (${how}: ${errorText(error)}); ` +
+            (level === before ?
+              `the session no longer sends it, and forcing resolve stays "${level}".` :
+              `forcing resolve is degraded to "${level}" for the rest of this session.`) +
+            ` Set ResolveConfig.modelCapabilities (${flags}) to start there.`
         )
       })
 
@@ -793,14 +933,18 @@ export const make = (
               )
               if (wasPending) {
                 if (Exit.isSuccess(exit)) {
-                  yield* ResolveMetrics.recordPreview(id, action === "discard" ? "discarded" : "applied")
+                  yield* ResolveMetrics.recordPreview(counters, action === "discard" ? "discarded" : "applied")
                 } else if (action === "apply" && Option.isSome(Cause.failureOption(exit.cause))) {
                   const failure = Cause.failureOption(exit.cause)
                   const tag = Option.isSome(failure) ? (failure.value as { _tag?: string })._tag : undefined
-                  if (tag === "ApplyFailed" || tag === "ToolError") yield* ResolveMetrics.recordPreview(id, "failed")
+                  if (tag === "ApplyFailed" || tag === "ToolError") {
+                    yield* ResolveMetrics.recordPreview(counters, "failed")
+                  }
                 }
               }
-              if (Exit.isSuccess(exit)) return record(call, "executed", false, exit.value)
+              if (Exit.isSuccess(exit)) {
+                return record(call, "executed", false, exit.value)
+              }
               const failure = Cause.failureOption(exit.cause)
               if (Option.isSome(failure)) return record(call, "executed", true, toFailure(failure.value))
               return yield* Effect.failCause(exit.cause)
@@ -820,7 +964,7 @@ export const make = (
               Effect.provide(runtime)
             )
             const staged = (yield* pending.staged) - before
-            for (let i = 0; i < staged; i++) yield* ResolveMetrics.recordPreview(id, "staged")
+            for (let i = 0; i < staged; i++) yield* ResolveMetrics.recordPreview(counters, "staged")
             if (staged > 0) yield* Ref.set(stagedInBatch, true)
             return outcome
           }).pipe(Effect.withSpan("TurnDriver.toolCall", { attributes: { tool: call.name } }))
@@ -839,6 +983,7 @@ export const make = (
               const index = yield* Ref.updateAndGet(turnCount, (n) => n + 1)
               const served = yield* queue.nextToolChoice
               const info = yield* queue.inFlight
+              yield* prune(info)
               let decided = yield* plan(served, info, yield* capabilitiesNow)
               let infoNow = yield* queue.inFlight
               let steering = [
@@ -848,7 +993,7 @@ export const make = (
               ]
               const entryOf = (inFlight: Option.Option<InFlightInfo>) =>
                 Option.filter(inFlight, (i) => isPreviewLabel(i.label))
-              yield* ResolveMetrics.recordTurn(id, decided.forced, yield* noteChoice(decided.choice))
+              yield* ResolveMetrics.recordTurn(counters, decided.forced, yield* noteChoice(decided.choice))
               const base = () => ({
                 turn: index,
                 served,
@@ -868,11 +1013,11 @@ export const make = (
               const replan = (capabilities: ModelCapabilities) =>
                 Effect.gen(function*() {
                   const entry = entryOf(infoNow)
-                  if (Option.isSome(entry)) yield* setUpdate(forceNext, (s) => s.add(entry.value.id))
+                  if (Option.isSome(entry)) yield* updateForcing(entry.value, (f) => ({ ...f, forceNext: true }))
                   decided = yield* plan(served, infoNow, capabilities)
                   infoNow = yield* queue.inFlight
                   if (decided.resteer && !steering.includes(reminderMessage)) steering = [...steering, reminderMessage]
-                  if (yield* noteChoice(decided.choice)) yield* ResolveMetrics.recordToolChoiceChange(id)
+                  if (yield* noteChoice(decided.choice)) yield* ResolveMetrics.recordToolChoiceChange(counters)
                 })
               const retries = runOptions.retry === undefined ? undefined : yield* Schedule.driver(runOptions.retry)
               /** Waits as the retry schedule says: whether to retry. Interrupting the wait aborts the turn. */
@@ -902,8 +1047,9 @@ export const make = (
                 // 1. The provider refused the forcing: learn it, and send the same turn again, forcing less. A
                 // model's refusal is not a failure of the request: it does not count toward the requeue limit.
                 if (decided.forced && isForcingRefusal(error)) {
-                  const capabilities = yield* capabilitiesNow
-                  const next = oneLevelDown(capabilities, yield* Ref.get(refused))
+                  // Exactly the level this request used is refused: a provider that refuses "required" may still
+                  // accept a named tool, and the other way round.
+                  const next = refuse(yield* Ref.get(refused), decided.choice)
                   if (next !== undefined) {
                     yield* learn(config, next, `HTTP 400 to ${JSON.stringify(decided.choice)}`, error)
                     yield* replan(withRefused(config.modelCapabilities, next))
@@ -918,35 +1064,47 @@ export const make = (
                 }
                 // 2. Every failed attempt counts, retries included.
                 const served_ = infoNow.value
-                const streak = ((yield* Ref.get(errorStreak)).get(served_.id) ?? 0) + 1
-                yield* mapUpdate(errorStreak, (m) => m.set(served_.id, streak))
+                const streak = (yield* forcingOf(served_)).errors + 1
+                yield* updateForcing(served_, (f) => ({ ...f, errors: streak }))
                 if (streak > config.maxErrorRequeues) {
+                  /** The last error received, and the weaker levels tried after the limit (each failed). */
+                  let lastError = error
+                  const probes: Array<{ readonly level: "required" | "reminder"; readonly choice: unknown }> = []
                   // 3. A forced preview that keeps failing: try forcing less, one attempt per level. If one
                   // succeeds, the failures were a refusal (learned); if none does, the provider is failing.
                   if (decided.forced && isPreviewLabel(served_.label)) {
-                    let capabilities = yield* capabilitiesNow
-                    let tried = yield* Ref.get(refused)
+                    // The level the failing requests used is taken as refused, then each level left below it.
+                    let next = refuse(yield* Ref.get(refused), decided.choice)
                     let probed: LanguageModel.GenerateTextResponse<any> | undefined
-                    for (let next = oneLevelDown(capabilities, tried); next !== undefined;) {
-                      const probe = forceResolve(withRefused(config.modelCapabilities, next))
+                    while (next !== undefined) {
+                      const capabilities = withRefused(config.modelCapabilities, next)
+                      const level = forcingLevel(capabilities)
+                      // Never named: the failing requests forced the preview at the session's highest level.
+                      if (level === "named") break
+                      const probe = forceResolve(capabilities)
                       if (probe.resteer && !steering.includes(reminderMessage)) {
                         steering = [...steering, reminderMessage]
                       }
-                      if (yield* noteChoice(probe.choice)) yield* ResolveMetrics.recordToolChoiceChange(id)
+                      if (yield* noteChoice(probe.choice)) yield* ResolveMetrics.recordToolChoiceChange(counters)
                       const attempt = yield* Effect.exit(restore(send(steeringPrompt(steering), probe.choice)))
                       if (Exit.isSuccess(attempt)) {
-                        yield* learn(config, next, `${streak} failed forced requests, then an accepted one`, error)
-                        yield* replan(withRefused(config.modelCapabilities, next))
+                        const how = `${streak} failed requests with tool_choice ${JSON.stringify(decided.choice)}` +
+                          probes.map((p) => `, 1 with ${JSON.stringify(p.choice)}`).join("") +
+                          `, then one accepted with ${JSON.stringify(probe.choice)}`
+                        yield* learn(config, next, how, lastError)
+                        yield* replan(capabilities)
                         probed = attempt.value
                         break
                       }
-                      if (Option.isNone(Cause.failureOption(attempt.cause))) {
+                      const failed = Cause.failureOption(attempt.cause)
+                      if (Option.isNone(failed)) {
                         yield* failTurn("aborted")
                         return yield* Effect.failCause(attempt.cause)
                       }
-                      tried = next
-                      capabilities = withRefused(config.modelCapabilities, next)
-                      next = oneLevelDown(capabilities, tried)
+                      lastError = failed.value
+                      probes.push({ level, choice: probe.choice })
+                      // This level failed too: the next one down, if the probe forced anything.
+                      next = refuse(next, probe.choice)
                     }
                     if (probed !== undefined) {
                       response = probed
@@ -955,16 +1113,17 @@ export const make = (
                   }
                   // 4. The run stops; the served directive is rejected with "error" like any failed turn, so a
                   // preview stays pending at the head of the queue. The next run starts a new streak.
-                  yield* mapUpdate(errorStreak, (m) => m.delete(served_.id))
+                  yield* updateForcing(served_, (f) => ({ ...f, errors: 0 }))
                   const pending = yield* failTurn("error")
                   const limit = new RequeueLimitExceeded({
                     directiveId: served_.id,
                     label: served_.label,
                     errors: streak,
                     pending,
-                    cause: error
+                    cause: lastError,
+                    probed: probes.map((p) => p.level)
                   })
-                  yield* Effect.logError(`effect-resolve: ${limit.message}`, error)
+                  yield* Effect.logError(`effect-resolve: ${limit.message}`, lastError)
                   return yield* limit
                 }
                 if (yield* retry(error)) continue
@@ -977,9 +1136,14 @@ export const make = (
               }
               const servedNow = infoNow
               const entry = entryOf(servedNow)
-              if (Option.isSome(servedNow)) yield* mapUpdate(errorStreak, (m) => m.delete(servedNow.value.id))
+              if (Option.isSome(servedNow)) yield* updateForcing(servedNow.value, (f) => ({ ...f, errors: 0 }))
               if (decided.forcingEntry && Option.isSome(entry)) {
-                yield* mapUpdate(ignoredForced, (m) => m.set(entry.value.id, (m.get(entry.value.id) ?? 0) + 1))
+                // A turn at the reminder level (nothing forced) counts too, as one that only reminded.
+                yield* updateForcing(entry.value, (f) => ({
+                  ...f,
+                  ignored: f.ignored + 1,
+                  reminded: f.reminded + (decided.forced ? 0 : 1)
+                }))
               }
 
               const calls = response.toolCalls.filter((call) => call.providerExecuted !== true) as Array<
@@ -1033,25 +1197,24 @@ export const make = (
               if (Option.isSome(entry)) {
                 const entryId = entry.value.id
                 if (all.some((r) => r.name === "resolve")) {
-                  yield* setUpdate(forceNext, (s) => s.delete(entryId))
-                  yield* mapUpdate(ignoredForced, (m) => m.delete(entryId))
+                  yield* updateForcing(entry.value, (f) => ({ ...f, forceNext: false, ignored: 0, reminded: 0 }))
                 } else if (decided.forcingEntry) {
-                  const ignored = (yield* Ref.get(ignoredForced)).get(entryId) ?? 0
+                  const { ignored, reminded } = yield* forcingOf(entry.value)
                   if (ignored >= config.maxForcedTurns) {
-                    yield* setUpdate(forceNext, (s) => s.delete(entryId))
-                    yield* mapUpdate(ignoredForced, (m) => m.delete(entryId))
+                    yield* updateForcing(entry.value, (f) => ({ ...f, forceNext: false, ignored: 0, reminded: 0 }))
                     // The preview stays pending (requeued as not_invoked): the run stops, nothing staged is lost.
                     yield* finish(infoNow, "resolve")
                     const notCalled = new ResolveNotCalled({
                       directiveId: entryId,
                       label: entry.value.label,
-                      forcedTurns: ignored
+                      forcedTurns: ignored - reminded,
+                      remindedTurns: reminded
                     })
                     yield* Effect.logError(`effect-resolve: ${notCalled.message}`)
                     return yield* notCalled
                   }
                 } else {
-                  yield* setUpdate(forceNext, (s) => s.add(entryId))
+                  yield* updateForcing(entry.value, (f) => ({ ...f, forceNext: true }))
                 }
               }
               yield* finish(infoNow, "resolve")
@@ -1081,7 +1244,7 @@ export const make = (
       run,
       history: Ref.get(history),
       transcript: Ref.get(transcript),
-      metrics: ResolveMetrics.snapshot(id),
+      metrics: counters.snapshot,
       capabilities: Effect.flatMap(
         ResolveConfig,
         (config) => Effect.map(Ref.get(refused), (r) => withRefused(config.modelCapabilities, r))

@@ -61,7 +61,9 @@ export class NoPendingAction extends Schema.TaggedError<NoPendingAction>("effect
 
 /**
  * The model called `resolve` with parameters that do not decode. `field` is the path of the first bad field
- * (`"action"`, `"extra.__proto__"`, or `"(root)"`); nothing was changed.
+ * (`"action"`, `"extra.__proto__"`, or `"(root)"`); nothing was changed. The message shows the call as the
+ * model-facing schema (`ResolveTool.parameters`) asks for it: every parameter given, `extra` a JSON object as text or
+ * `null`, `id` a pending action's id or `null`.
  *
  * @since 0.1.0
  * @category errors
@@ -77,7 +79,8 @@ export class InvalidResolveParams
    */
   override get message(): string {
     return `Invalid resolve parameters: ${this.field}: ${this.problem}. ` +
-      `Call resolve with { "action": "apply" | "discard", "reason": "<one sentence>", "extra"?: { ... } }.`
+      `Call resolve with { "action": "apply" | "discard", "reason": "<one sentence>", ` +
+      `"extra": null | "<a JSON object as text>", "id": null | "<a pending action's id>" }.`
   }
 }
 

@@ -70,11 +70,10 @@ export const extraTextMaxLength = 4 * limits.extraMaxBytes
 
 const extraExample = "\"{\\\"title\\\": \\\"my-plan\\\"}\""
 
-const extraTextProblem = (problem: string) =>
-  new InvalidResolveParams({
-    field: "extra",
-    problem: `must be a JSON object as text, such as ${extraExample}, or null; ${problem}`
-  })
+// What the wire form of `extra` is, as every problem with it says.
+const extraWire = (problem: string) => `must be a JSON object as text, such as ${extraExample}, or null; ${problem}`
+
+const extraTextProblem = (problem: string) => new InvalidResolveParams({ field: "extra", problem: extraWire(problem) })
 
 /**
  * The wire form of `extra` (what the model-facing schema asks for: a JSON object as text, or `null`) turned into
@@ -196,10 +195,13 @@ const decodeUnchecked = (input: unknown): Effect.Effect<ResolveParams, InvalidRe
   Effect.mapError(decodeParams(input), (error) => {
     const [issue] = ParseResult.ArrayFormatter.formatErrorSync(error)
     const field = fieldOf(issue?.path ?? [])
+    const value = issue === undefined ? undefined : valueAt(input, issue.path)
+    // Every problem is told in the wire form the model was sent (`parameters`): all four keys, `extra` as text or
+    // null, `id` a string or null.
     const problem = issue === undefined ?
       "could not be decoded" :
       issue.path.length === 0 ?
-      "must be a JSON object with \"action\" and \"reason\"" :
+      "must be a JSON object with \"action\", \"reason\", \"extra\" and \"id\"" :
       issue._tag === "Unexpected" ?
       (issue.path.length === 1 ?
         "is not a resolve parameter (only action, reason, extra and id are)" :
@@ -207,9 +209,13 @@ const decodeUnchecked = (input: unknown): Effect.Effect<ResolveParams, InvalidRe
       issue._tag === "Missing" ?
       "is required" :
       issue._tag === "Type" && field === "action" ?
-      `must be "apply" or "discard", got ${show(valueAt(input, issue.path))}` :
+      `must be "apply" or "discard", got ${show(value)}` :
       issue._tag === "Type" && field === "extra" ?
-      `must be a JSON object such as { "title": "my-plan" }, got ${show(valueAt(input, issue.path))}` :
+      extraWire(`got ${show(value)}`) :
+      issue._tag === "Type" && field === "id" ?
+      `must be the id of a pending action (a string), or null for the most recent one; got ${show(value)}` :
+      field === "id" && value === "" ?
+      "must not be empty: pass null to resolve the most recent pending action" :
       issue.message
     return new InvalidResolveParams({ field, problem })
   })

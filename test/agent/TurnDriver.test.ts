@@ -1,7 +1,7 @@
 import { Tool, Toolkit } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
-import { Deferred, Effect, Exit, Fiber, Layer, Option, Ref, Schedule, Schema, type Tracer } from "effect"
+import { Deferred, Effect, Exit, Fiber, Layer, Logger, Option, Ref, Schedule, Schema, type Tracer } from "effect"
 import * as ProviderToolChoice from "../../src/agent/ProviderToolChoice.js"
 import * as ScriptedModel from "../../src/agent/ScriptedModel.js"
 import {
@@ -97,6 +97,18 @@ const countReminders = (texts: ReadonlyArray<string>) =>
   texts.filter((text) => text === SteeringMessage.resolveReminderText).length
 
 const statusOf = (world: World, i = 0) => Effect.flatMap(Ref.get(world.handles), (handles) => handles[i]!.status)
+
+/** A logger that records every warning and error message, to pin what a user reads in the logs. */
+const recordLogs = Effect.gen(function*() {
+  const logged = yield* Ref.make<ReadonlyArray<string>>([])
+  const logger = Logger.make(({ logLevel, message }) => {
+    if (logLevel._tag === "Warning" || logLevel._tag === "Error") {
+      const text = Array.isArray(message) ? message.map(String).join(" ") : String(message)
+      Effect.runSync(Ref.update(logged, (all) => [...all, text]))
+    }
+  })
+  return { logged, layer: Logger.replace(Logger.defaultLogger, logger) }
+})
 
 describe("TurnDriver", () => {
   it.effect("forced mode: the request after a preview forces resolve and carries the reminder; resolve applies", () =>
@@ -260,6 +272,48 @@ describe("TurnDriver", () => {
       )))
     }))
 
+  it.effect("RequeueLimitExceeded cites the last error received: the last probe's when forcing less was tried", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      const failure = (request: ScriptedModel.ScriptedRequest) =>
+        ScriptedModel.fail(`attempt ${request.index} with ${JSON.stringify(request.toolChoice)} failed`)
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const error = yield* Effect.flip(driver.run("Edit", { toolkit: AppTools, retry: Schedule.recurs(5) }))
+        assert.instanceOf(error, RequeueLimitExceeded)
+        const limit = error as RequeueLimitExceeded
+        deepStrictEqual(limit.probed, ["required", "reminder"])
+        assert.strictEqual(
+          limit.message,
+          "The model request failed 4 times in a row while \"pending-action:edit\" was served, then once at each " +
+            "weaker forcing level (\"required\", then \"reminder\"), and the run stopped. It is still pending, at the " +
+            "head of the queue: run again once the provider answers, or resolve, discard or clear it in the app. " +
+            "The last error (at \"reminder\"): ScriptedModel.generateText: attempt 6 with \"auto\" failed"
+        )
+      }).pipe(Effect.provide(session(
+        (request) => request.index === 0 ? editCall() : failure(request),
+        world
+      )))
+      // A session that cannot force anything: no probe, and the last error is the last attempt's.
+      const soft = yield* makeWorld
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const error = yield* Effect.flip(driver.run("Edit", { toolkit: AppTools, retry: Schedule.recurs(5) }))
+        assert.instanceOf(error, RequeueLimitExceeded)
+        deepStrictEqual((error as RequeueLimitExceeded).probed, [])
+        assert.strictEqual(
+          (error as RequeueLimitExceeded).message,
+          "The model request failed 4 times in a row while \"pending-action:edit\" was served, and the run stopped. " +
+            "It is still pending, at the head of the queue: run again once the provider answers, or resolve, discard " +
+            "or clear it in the app. The last error: ScriptedModel.generateText: attempt 5 with \"auto\" failed"
+        )
+      }).pipe(Effect.provide(session(
+        (request) => request.index <= 1 ? [editCall(), "Later."][request.index]! : failure(request),
+        soft,
+        { modelCapabilities: ProviderToolChoice.autoOnly }
+      )))
+    }))
+
   it.live("a run whose first request fails keeps its prompt: the next run's request still holds it", () =>
     Effect.gen(function*() {
       const world = yield* makeWorld
@@ -390,6 +444,13 @@ describe("TurnDriver", () => {
         const error = yield* Effect.flip(driver.run("Edit", { toolkit: AppTools }))
         assert.instanceOf(error, ResolveNotCalled)
         assert.strictEqual((error as ResolveNotCalled).forcedTurns, 3)
+        assert.strictEqual((error as ResolveNotCalled).remindedTurns, 0)
+        assert.strictEqual(
+          (error as ResolveNotCalled).message,
+          "The model did not call resolve for \"pending-action:edit\" in 3 forced turns; the run stopped and the " +
+            "preview is still pending. Check that the model supports forcing a tool, then run again, or resolve or " +
+            "clear the preview in the app."
+        )
         const requests = yield* ScriptedModel.requests
         deepStrictEqual(requests.map((r) => r.toolChoice), [
           "auto",
@@ -568,10 +629,23 @@ describe("TurnDriver", () => {
       yield* Effect.gen(function*() {
         const driver = yield* TurnDriver
         const error = yield* Effect.flip(driver.run("Edit", { toolkit: AppTools }))
-        assert.strictEqual(error._tag, "ResolveNotCalled")
+        assert.instanceOf(error, ResolveNotCalled)
         const requests = yield* ScriptedModel.requests
         deepStrictEqual(requests.map((r) => r.toolChoice), ["auto", "auto", "auto", "auto", "auto"])
         deepStrictEqual(requests.map((r) => countReminders(r.userTexts)), [0, 1, 2, 3, 4])
+        // Nothing was forced: the error counts the turns that repeated the reminder (after the preview's own), and
+        // says so.
+        const notCalled = error as ResolveNotCalled
+        assert.strictEqual(notCalled.forcedTurns, 0)
+        assert.strictEqual(notCalled.remindedTurns, requests.slice(2).length)
+        assert.strictEqual(
+          notCalled.message,
+          "The model did not call resolve for \"pending-action:edit\" in 3 turns that only repeated the reminder; " +
+            "the run stopped and the preview is still pending. This session cannot force a tool call now " +
+            "(ResolveConfig.modelCapabilities, less the forcing the provider refused), so its last turns only " +
+            "reminded the model: check that the model follows the reminder, then run again, or resolve or clear the " +
+            "preview in the app."
+        )
         const metrics = yield* driver.metrics
         assert.strictEqual(metrics.forcedTurns, 0)
         assert.strictEqual(metrics.toolChoiceChanges, 0)
@@ -580,6 +654,48 @@ describe("TurnDriver", () => {
         world,
         { modelCapabilities: ProviderToolChoice.autoOnly }
       )))
+    }))
+
+  it.effect("ResolveNotCalled tells forced turns from turns that only reminded, when forcing was lost midway", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      let named = 0
+      const script: ScriptedModel.Script = (request) =>
+        request.index === 0 ?
+          editCall() :
+          ScriptedModel.isForced(request) && named++ > 0 ?
+          ScriptedModel.fail(thinkingRefusal) :
+          ScriptedModel.text("No.")
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const error = yield* Effect.flip(driver.run("Edit", { toolkit: AppTools }))
+        assert.instanceOf(error, ResolveNotCalled)
+        // One forced turn answered with text, a refused request, then two turns with the reminder again.
+        const requests = yield* ScriptedModel.requests
+        deepStrictEqual(requests.map((r) => r.toolChoice), [
+          "auto",
+          { tool: "resolve" },
+          { tool: "resolve" },
+          "auto",
+          "auto"
+        ])
+        const notCalled = error as ResolveNotCalled
+        deepStrictEqual([notCalled.forcedTurns, notCalled.remindedTurns], [1, 2])
+        assert.strictEqual(
+          notCalled.message,
+          "The model did not call resolve for \"pending-action:edit\" in 1 forced turn and 2 turns that only " +
+            "repeated the reminder; the run stopped and the preview is still pending. This session cannot force a " +
+            "tool call now (ResolveConfig.modelCapabilities, less the forcing the provider refused), so its last " +
+            "turns only reminded the model: check that the model follows the reminder, then run again, or resolve " +
+            "or clear the preview in the app."
+        )
+      }).pipe(Effect.provide(session(script, world, {
+        modelCapabilities: {
+          supportsNamedToolChoice: true,
+          supportsRequiredToolChoice: false,
+          supportsNoneToolChoice: true
+        }
+      })))
     }))
 
   it.effect("a directive the model cannot express is rejected as unavailable and the turn sends auto", () =>
@@ -867,9 +983,65 @@ describe("TurnDriver: a provider that refuses forcing degrades it and keeps the 
       }).pipe(Effect.provide(session(script, world)))
     }))
 
+  it.effect("a provider that refuses only \"required\" loses only required: named forcing is kept for the session", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      const { layer: logs, logged } = yield* recordLogs
+      const refusal = ScriptedModel.httpError(
+        400,
+        JSON.stringify({ error: { message: "tool_choice \"required\" is not supported", param: "tool_choice" } })
+      )
+      let answered = 0
+      const script: ScriptedModel.Script = (request) =>
+        request.toolChoice === "required" ||
+          (typeof request.toolChoice === "object" && "mode" in request.toolChoice &&
+            request.toolChoice.mode === "required") ?
+          ScriptedModel.fail(refusal) :
+          [editCall(), resolveCall("apply"), "Done."][answered++]!
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const queue = yield* ToolChoiceQueue
+        const reasons = yield* Ref.make<ReadonlyArray<string>>([])
+        // The app asks for any tool call on the next turn: the provider refuses "required".
+        yield* queue.pushOnce("required", {
+          label: "must-use-a-tool",
+          onRejected: (reason) => Effect.as(Ref.update(reasons, (all) => [...all, reason]), "drop" as const)
+        })
+        const result = yield* driver.run("Edit", { toolkit: AppTools })
+        assert.strictEqual(result.text, "Done.")
+        // One refused request, then the turn without the directive; the preview is still forced by name.
+        const requests = yield* ScriptedModel.requests
+        deepStrictEqual(requests.map((r) => r.toolChoice), ["required", "auto", { tool: "resolve" }, "auto"])
+        deepStrictEqual(yield* Ref.get(reasons), ["unavailable"])
+        assert.strictEqual(yield* statusOf(world), "applied")
+        deepStrictEqual(yield* driver.capabilities, {
+          supportsNamedToolChoice: true,
+          supportsRequiredToolChoice: false,
+          supportsNoneToolChoice: true
+        })
+        // The level resolve is forced at did not change: nothing counted as degraded, and the log says so.
+        deepStrictEqual((yield* driver.metrics).forcingDegraded, { required: 0, reminder: 0 })
+        deepStrictEqual(yield* Ref.get(logged), [
+          "effect-resolve: the provider refused forced tool_choice (HTTP 400 to \"required\": StatusCode: An HTTP " +
+          "response error occurred. (400 POST scripted://model)); " +
+          "the session no longer sends it, and forcing resolve stays \"named\". Set ResolveConfig.modelCapabilities " +
+          "(supportsRequiredToolChoice: false) to start there."
+        ])
+        // A later preview of the session is forced by name again.
+        answered = 0
+        yield* driver.run("Edit b", { toolkit: AppTools })
+        deepStrictEqual((yield* ScriptedModel.requests).slice(4).map((r) => r.toolChoice), [
+          "auto",
+          { tool: "resolve" },
+          "auto"
+        ])
+      }).pipe(Effect.provide(Layer.merge(session(script, world), logs)))
+    }))
+
   it.effect("unrecognised failures of forced requests: after the limit, forcing less is probed and learned", () =>
     Effect.gen(function*() {
       const world = yield* makeWorld
+      const { layer: logs, logged } = yield* recordLogs
       let answered = 0
       const script: ScriptedModel.Script = (request) =>
         ScriptedModel.isForced(request) ?
@@ -894,7 +1066,15 @@ describe("TurnDriver: a provider that refuses forcing degrades it and keeps the 
         assert.strictEqual(yield* statusOf(world), "applied")
         deepStrictEqual((yield* driver.metrics).forcingDegraded, { required: 0, reminder: 1 })
         assert.isFalse((yield* driver.capabilities).supportsNamedToolChoice)
-      }).pipe(Effect.provide(session(script, world)))
+        // The warning tells the path taken, and cites the last failure before the accepted request.
+        deepStrictEqual(yield* Ref.get(logged), [
+          "effect-resolve: the provider refused forced tool_choice (4 failed requests with tool_choice " +
+          "{\"tool\":\"resolve\"}, 1 with {\"mode\":\"required\",\"oneOf\":[\"resolve\"]}, then one accepted with " +
+          "\"auto\": StatusCode: An HTTP response error occurred. (500 POST scripted://model)); forcing resolve is " +
+          "degraded to \"reminder\" for the rest of this session. Set ResolveConfig.modelCapabilities " +
+          "(supportsNamedToolChoice: false, supportsRequiredToolChoice: false) to start there."
+        ])
+      }).pipe(Effect.provide(Layer.merge(session(script, world), logs)))
     }))
 
   it.effect("retries count per HTTP attempt: a failing provider stops the run after maxErrorRequeues + 1", () =>

@@ -6,7 +6,7 @@
 import { Tool, Toolkit } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
-import { Context, Effect, Exit, Layer, Ref, Schema, Scope } from "effect"
+import { Context, Effect, Exit, Layer, Option, Ref, Schema, Scope } from "effect"
 import * as path from "node:path"
 import { afterAll } from "vitest"
 import * as ScriptedModel from "../../src/agent/ScriptedModel.js"
@@ -20,6 +20,7 @@ import {
   ResolveRuntime,
   ResolveTool,
   stageKind,
+  ToolChoiceQueue,
   ToolResult
 } from "../../src/index.js"
 import { makeMemory } from "../../src/services/PendingStore.js"
@@ -197,5 +198,77 @@ describe("a durable agent session shared with another process", () => {
       )
       yield* agent.close
       yield* inbox.close
+    }))
+})
+
+/** The forcing state a durable session saved last: how many directives each of its maps holds. */
+const savedForcing = (memory: ReturnType<typeof makeMemory>) =>
+  Effect.map(memory.loadSession("agent-1"), (json) => {
+    const state = JSON.parse(Option.getOrThrow(json))
+    return {
+      forceNext: state.forceNext.length,
+      ignoredForced: state.ignoredForced.length,
+      errorStreak: state.errorStreak.length
+    }
+  })
+
+describe("a durable agent session's forcing state stays bounded", () => {
+  it.live("the state kept for previews the app cleared goes at the next turn, however many there were", () =>
+    Effect.gen(function*() {
+      const rounds = 40
+      // Each round stages a preview (turn 1), ignores the reminder (turn 2: the next turn is forced), then ignores the
+      // forced turn or fails it (turn 3); the app then clears the preview.
+      const script: ScriptedModel.Script = (request) => {
+        const round = Math.floor(request.index / 3)
+        if (round >= rounds) return "Nothing else."
+        const step = request.index % 3
+        return step === 0 ?
+          ScriptedModel.toolCall("edit", { file: `f${round}.ts`, text: "x" }) :
+          step === 1 ?
+          "Not now." :
+          round % 2 === 0 ?
+          "Still not." :
+          ScriptedModel.fail("overloaded")
+      }
+      const memory = makeMemory()
+      const disk = yield* Ref.make<Record<string, string>>({})
+      const agent = yield* openSession(Layer.succeed(PendingStore, memory), disk, script, "soft")
+      for (let round = 0; round < rounds; round++) {
+        yield* agent.run(drive(`Edit f${round}.ts`, 3))
+        // The last turn saved this round's preview's state only: the cleared previews' went at the round's first turn.
+        deepStrictEqual(yield* savedForcing(memory), {
+          forceNext: 1,
+          ignoredForced: round % 2 === 0 ? 1 : 0,
+          errorStreak: round % 2
+        })
+        yield* agent.run(Effect.flatMap(ToolChoiceQueue, (queue) => queue.clear))
+      }
+      // One more turn: nothing of the cleared previews is kept.
+      yield* agent.run(drive("Anything else?", 1))
+      deepStrictEqual(yield* savedForcing(memory), { forceNext: 0, ignoredForced: 0, errorStreak: 0 })
+      yield* agent.close
+    }))
+
+  it.live("a restarted session keeps no state for an action another process resolved meanwhile", () =>
+    Effect.gen(function*() {
+      const memory = makeMemory()
+      const store = Layer.succeed(PendingStore, memory)
+      const disk = yield* Ref.make<Record<string, string>>({})
+      // The agent stages a preview and ignores the reminder: the next turn would force it.
+      const agent = yield* openSession(store, disk, [stageTurn, "Not now."], "soft")
+      yield* agent.run(drive("Say hello in a.ts", 2))
+      const [staged] = yield* agent.run(Effect.flatMap(PendingActions, (p) => p.list))
+      deepStrictEqual(yield* savedForcing(memory), { forceNext: 1, ignoredForced: 0, errorStreak: 0 })
+      yield* agent.close
+      // Meanwhile a person approves it elsewhere; then the agent's process starts again.
+      const inbox = yield* openSession(store, disk, [])
+      yield* inbox.run(
+        ResolveTool.execute({ action: "apply", reason: "Approved by Ana.", extra: null, id: staged!.id })
+      )
+      yield* inbox.close
+      const restarted = yield* openSession(store, disk, ["Done."], "soft")
+      yield* restarted.run(drive("Continue."))
+      deepStrictEqual(yield* savedForcing(memory), { forceNext: 0, ignoredForced: 0, errorStreak: 0 })
+      yield* restarted.close
     }))
 })

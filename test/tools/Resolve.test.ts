@@ -560,6 +560,48 @@ describe("resolve", () => {
         }).pipe(Effect.provide(ResolveRuntime.layer)))
     }
 
+    it.effect("every message states the call in the wire form the model was sent (ResolveTool.parameters)", () =>
+      Effect.gen(function*() {
+        const hint = "Call resolve with { \"action\": \"apply\" | \"discard\", \"reason\": \"<one sentence>\", " +
+          "\"extra\": null | \"<a JSON object as text>\", \"id\": null | \"<a pending action's id>\" }."
+        // The hint names every parameter the schema requires, none as optional, and null where the schema allows it.
+        const { properties, required } = ResolveTool.parameters as {
+          readonly properties: Record<string, { readonly anyOf?: ReadonlyArray<{ readonly type: string }> }>
+          readonly required: ReadonlyArray<string>
+        }
+        deepStrictEqual(required, Object.keys(properties))
+        for (const name of required) {
+          const nullable = properties[name]!.anyOf?.some((s) => s.type === "null") === true
+          assert.include(hint, nullable ? `"${name}": null | "` : `"${name}": "`)
+        }
+        assert.notInclude(hint, "?")
+        const messageOf = (input: unknown) =>
+          Effect.map(Effect.flip(decodeResolveParams(input)), (error) => error.message)
+        const wire = { action: "apply", reason: "ok", extra: null, id: null }
+        deepStrictEqual(
+          yield* Effect.all([
+            messageOf({ ...wire, action: "maybe" }),
+            messageOf({ ...wire, extra: 3 }),
+            messageOf({ ...wire, extra: "[1]" }),
+            messageOf({ ...wire, id: 5 }),
+            messageOf({ ...wire, id: "" }),
+            messageOf("apply")
+          ]),
+          [
+            `Invalid resolve parameters: action: must be "apply" or "discard", got "maybe". ${hint}`,
+            `Invalid resolve parameters: extra: must be a JSON object as text, such as "{\\"title\\": \\"my-plan\\"}", ` +
+            `or null; got 3. ${hint}`,
+            `Invalid resolve parameters: extra: must be a JSON object as text, such as "{\\"title\\": \\"my-plan\\"}", ` +
+            `or null; got text holding an array. ${hint}`,
+            `Invalid resolve parameters: id: must be the id of a pending action (a string), or null for the most ` +
+            `recent one; got 5. ${hint}`,
+            `Invalid resolve parameters: id: must not be empty: pass null to resolve the most recent pending ` +
+            `action. ${hint}`,
+            `Invalid resolve parameters: (root): must be a JSON object with "action", "reason", "extra" and "id". ${hint}`
+          ]
+        )
+      }))
+
     it.effect("valid input decodes to exactly the three fields", () =>
       Effect.gen(function*() {
         deepStrictEqual(
