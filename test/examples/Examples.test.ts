@@ -1,8 +1,10 @@
 /**
  * Every README example runs as printed: each marked block of the README equals its file under examples/, and the
  * output block under it equals what the file prints (scripts/readme-examples.ts; `npm run readme` rewrites the
- * blocks). The files import the package by name, so they run against the build (`npm test` builds first), as a user's
- * code would. `examples/real-provider.ts` needs a provider: it runs here against a local emulator of each API.
+ * blocks). The files import the package by name, as a user's code would; tsconfig.json maps the name to src/ (tsx
+ * follows the mapping), so they run from the sources with no build (test/layout/Package.test.ts checks the build as
+ * a consumer installs it). `examples/real-provider.ts` needs a provider: it runs here against a local emulator of
+ * each API.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
