@@ -12,7 +12,7 @@
  *   id,
  *   session: "s1",
  *   kind: "edit",
- *   label: "Edit: 1 replacement(s) in 1 file(s)",
+ *   label: "Edit: 1 replacement in 1 file",
  *   sourceToolName: "edit",
  *   preview: "--- a/x.ts\n+++ b/x.ts\n...",
  *   payload: { paths: ["x.ts"] },
@@ -120,7 +120,7 @@ export const PendingRecord = Schema.Struct({
   session: Schema.String,
   /** The registered durable kind (`"edit"`, `"plan"`, ...), or `"closure"` for the in-process form. */
   kind: Schema.String,
-  /** `Edit: 2 replacement(s) in 1 file(s)`. */
+  /** `Edit: 2 replacements in 1 file`. */
   label: Schema.String,
   /** The tool that staged it. */
   sourceToolName: Schema.String,
