@@ -10,6 +10,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { execFile } from "node:child_process"
 import { readFileSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
 import { blocks, root, runExample } from "../../scripts/readme-examples.js"
@@ -33,6 +34,35 @@ describe("README examples", () => {
         assert.strictEqual(await runExample(block.file), block.output, "run `npm run readme`")
       }, 120_000)
     }
+  }
+})
+
+describe("the tour (npm run demo) and its parts", () => {
+  const titles = ["1. The core", "2. The producers", "3. The agent loop"]
+  const count = (text: string, line: string) => text.split("\n").filter((l) => l === line).length
+
+  it("the demo shows each part's title once, no absolute temp path, no \"(s)\"", async () => {
+    const out = await runExample("examples/demo.ts")
+    for (const title of titles) assert.strictEqual(count(out, title), 1, title)
+    assert.notInclude(out, tmpdir())
+    assert.notInclude(out, "(s)")
+  }, 120_000)
+
+  const parts = [
+    ["examples/core.ts", titles[0]!, "-- 5. Nothing is pending now"],
+    [
+      "examples/producers.ts",
+      titles[1]!,
+      "Plan approved: greeting-overhaul. Plan mode is over; implement the plan in PLAN.md."
+    ],
+    ["examples/agent.ts", titles[2]!, "   same files written either way: yes"]
+  ] as const
+  for (const [file, title, line] of parts) {
+    it(`${file} run alone prints its part`, async () => {
+      const out = await runExample(file)
+      assert.strictEqual(count(out, title), 1)
+      assert.include(out, line)
+    }, 120_000)
   }
 })
 
