@@ -17,7 +17,8 @@ const main = Effect.gen(function*() {
     "  2. the producers: file edits, a stale preview, plan approval, a custom tool, rendering;",
     "  3. an agent loop on @effect/ai with a scripted model, under \"force\" and \"soft\" enforcement.",
     "Shorter, single-purpose examples: examples/quick-start.ts, pending-set.ts, edit.ts, plan.ts, custom-tools.ts,",
-    "render.ts, turn-driver.ts, scripted-model.ts, provider-tool-choice.ts, durable-session.ts, real-provider.ts."
+    "render.ts, turn-driver.ts, scripted-model.ts, provider-tool-choice.ts, durable-session.ts, durable-resume.ts,",
+    "real-provider.ts. Run any of them with npx tsx examples/<name>.ts."
   ].join("\n"))
   yield* Console.log("")
   yield* coreWalkthrough
@@ -25,7 +26,10 @@ const main = Effect.gen(function*() {
   yield* producersWalkthrough
   yield* Console.log("")
   yield* agentWalkthrough
-  yield* Console.log("\nNext: durable sessions that survive a restart, in examples/durable-session.ts.")
+  yield* Console.log(
+    "\nNext: durable sessions that survive a restart, in examples/durable-session.ts; to watch one resume in a new" +
+      "\nprocess, run npx tsx examples/durable-resume.ts twice."
+  )
 })
 
 NodeRuntime.runMain(main)

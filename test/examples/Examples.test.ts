@@ -9,7 +9,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { execFile } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
@@ -64,6 +64,47 @@ describe("the tour (npm run demo) and its parts", () => {
       assert.include(out, line)
     }, 120_000)
   }
+})
+
+describe("examples/durable-resume.ts, run as separate processes", () => {
+  it(
+    "stages and exits; the next run applies the pending action; the one after finds nothing and cleans up",
+    async () => {
+      const parent = mkdtempSync(join(tmpdir(), "effect-resolve-durable-resume-"))
+      const dir = join(parent, "session")
+      const run = async () => {
+        const { stdout } = await promisify(execFile)(
+          process.execPath,
+          ["--import", "tsx", "examples/durable-resume.ts", dir],
+          { cwd: root, timeout: 120_000 }
+        )
+        return stdout.replaceAll(dir, "<dir>")
+      }
+      try {
+        assert.strictEqual(
+          await run(),
+          "Staged \"Note: ship v0.2\" in <dir>/pending.db; it is pending.\n" +
+            "This process exits without resolving it. Run this file again: the next process finds it pending.\n"
+        )
+        assert.strictEqual(
+          await run(),
+          "Found \"Note: ship v0.2\" pending, staged by an earlier process; preview \"+ - ship v0.2\"\n" +
+            "Appended \"- ship v0.2\" to NOTES.md (Resumed.).\n" +
+            "NOTES.md now: \"- ship v0.2\\n\"\n" +
+            "Run this file once more: nothing is pending then, and it cleans up.\n"
+        )
+        assert.strictEqual(
+          await run(),
+          "Nothing is pending: \"Note: ship v0.2\" is applied.\n" +
+            "Removed the session's files; the next run starts over.\n"
+        )
+        assert.isFalse(existsSync(dir))
+      } finally {
+        rmSync(parent, { recursive: true, force: true })
+      }
+    },
+    120_000
+  )
 })
 
 const runReal = (provider: "openai" | "anthropic", url: string) =>
