@@ -18,8 +18,11 @@ const pkg = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"))
 const effectVersion = JSON.parse(fs.readFileSync(path.join(root, "node_modules/effect/package.json"), "utf8")).version
 let project: string
 
-// npm run sets npm_* variables (npm_config_local_prefix names this repository): the consumer's npm must not see them.
-const npmEnv = Object.fromEntries(Object.entries(process.env).filter(([name]) => !/^npm_/i.test(name)))
+// npm run describes this repository in npm_package_*, npm_lifecycle_* and npm_config_local_prefix: the consumer's npm
+// must not see those (its other settings, such as the cache and the registry, stay).
+const npmEnv = Object.fromEntries(
+  Object.entries(process.env).filter(([name]) => !/^npm_(package_|lifecycle_|config_local_prefix$)/i.test(name))
+)
 const npm = (args: ReadonlyArray<string>, cwd: string) =>
   execFileSync("npm", [...args], { cwd, env: npmEnv, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })
 
