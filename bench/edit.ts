@@ -190,6 +190,7 @@ export const editFigures = async (
       const fast = f.preview < 1_000
       const linear = f === base || grows <= 1.5
       rows.push({
+        name: `edit preview, ${f.lines} lines`,
         figure: `edit preview, replaceAll on every line: ${f.lines} lines (${kib(f.bytes)}), ${f.lines} replacements`,
         value: ms(f.preview),
         floor: `${ms(f.read)} (fs read)`,
@@ -228,6 +229,7 @@ export const editFigures = async (
     for (const f of large) {
       const ok = f.preview <= 3 * f.read
       rows.push({
+        name: `edit preview, ${kib(f.bytes)}`,
         figure: `edit preview, 1 replacement in a ${kib(f.bytes)} file (default limits)`,
         value: ms(f.preview),
         floor: `${ms(f.read)} (fs read)`,
@@ -290,6 +292,7 @@ export const editFigures = async (
       const linear = (growth: number) => f === half ? "" : `; per byte ${growth.toFixed(2)}× the half tree`
       const what = `rename ${identifier} in ${f.files} files of effect/src (${kib(f.bytes)})`
       rows.push({
+        name: `edit preview, ${f.files} files`,
         figure: `edit preview, ${what}`,
         value: ms(f.preview),
         floor: `${ms(f.read)} (fs read)`,
@@ -299,6 +302,7 @@ export const editFigures = async (
         target: `≤ 3× floor: ${verdict(previewOk)}${linear(previewGrowth)}`
       })
       rows.push({
+        name: `edit apply, ${f.files} files`,
         figure: `edit apply, ${what}`,
         value: ms(f.apply),
         floor: `${ms(f.write)} (temp + rename)`,

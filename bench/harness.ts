@@ -91,30 +91,103 @@ export const settledHeap = (): number => {
 
 /** One row of the result table. */
 export interface Row {
+  /** A short name for the table (about 24 characters at most); the row's note gives `figure` in full. */
+  readonly name: string
+  /** The figure in full: what is measured, and how. */
   readonly figure: string
   readonly value: string
+  /** The floor's value, then what the floor is in parentheses (`0.64 ms (fs read)`), or `—`. */
   readonly floor: string
   readonly plain: string
   readonly vsFloor: string
   readonly vsPlain: string
+  /** The target with its verdict (`≤ 2× floor: ok`), or `for information`, or `—`. */
   readonly target: string
 }
 
-/** Prints the rows as one markdown table. */
-export const printTable = (rows: ReadonlyArray<Row>): string => {
-  const header: Row = {
-    figure: "Figure",
-    value: "effect-resolve",
-    floor: "Effect floor",
-    plain: "plain class",
-    vsFloor: "× floor",
-    vsPlain: "× plain",
-    target: "target"
+/** The verdict of a target, for the table's last column. */
+const verdictOf = (target: string): string =>
+  target.includes("MISSED") ?
+    "MISSED" :
+    target.includes("not judged") || target.includes("smoke run") ?
+    "smoke" :
+    target.startsWith("for information") ?
+    "info" :
+    /: ok\b/.test(target) ?
+    "ok" :
+    "—"
+
+/** `text` wrapped at spaces into lines of at most `width` columns, the lines after the first indented by `indent`. */
+export const wrap = (text: string, width: number, indent = ""): string => {
+  const lines: Array<string> = []
+  let line = ""
+  for (const word of text.split(" ")) {
+    const prefix = lines.length === 0 ? "" : indent
+    if (line !== "" && prefix.length + line.length + 1 + word.length > width) {
+      lines.push(prefix + line)
+      line = word
+    } else {
+      line = line === "" ? word : `${line} ${word}`
+    }
   }
-  const keys = Object.keys(header) as Array<keyof Row>
-  const widths = keys.map((k) => Math.max(...[header, ...rows].map((r) => r[k].length)))
-  const line = (r: Row) => `| ${keys.map((k, i) => r[k].padEnd(widths[i]!)).join(" | ")} |`
-  const out = [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)].join("\n")
+  lines.push((lines.length === 0 ? "" : indent) + line)
+  return lines.join("\n")
+}
+
+/**
+ * Prints the rows as ONE markdown table of at most `width` columns (short names, the numbers and the verdict), then
+ * a numbered note per row: the figure in full, what its floor is, and its target with the verdict.
+ */
+export const printTable = (rows: ReadonlyArray<Row>, width = 100): string => {
+  const floorOf = (floor: string) => {
+    const m = /^(.*?) \((.*)\)$/.exec(floor)
+    return m === null ? { value: floor, what: undefined } : { value: m[1]!, what: m[2]! }
+  }
+  const header = ["#", "figure", "measured", "floor", "plain", "× floor", "× plain", "target"]
+  const right = [true, false, true, true, true, true, true, false]
+  const cells = rows.map((r, i) => [
+    String(i + 1),
+    r.name,
+    r.value,
+    floorOf(r.floor).value,
+    r.plain,
+    r.vsFloor,
+    r.vsPlain,
+    verdictOf(r.target)
+  ])
+  const widths = header.map((h, c) => Math.max(h.length, ...cells.map((row) => row[c]!.length)))
+  // The name column gets what the others leave (each column costs its width and 3 columns of "| ").
+  const others = widths.reduce((n, w, c) => c === 1 ? n : n + w + 3, 0) + 4
+  widths[1] = Math.max(header[1]!.length, Math.min(widths[1]!, width - others))
+  const fit = (text: string, w: number) => text.length <= w ? text : `${text.slice(0, w - 1)}…`
+  const line = (row: ReadonlyArray<string>) =>
+    `| ${
+      row.map((cell, c) =>
+        right[c] ? fit(cell, widths[c]!).padStart(widths[c]!) : fit(cell, widths[c]!).padEnd(widths[c]!)
+      )
+        .join(" | ")
+    } |`
+  const rule = `|${widths.map((w, c) => right[c] ? `${"-".repeat(w + 1)}:` : "-".repeat(w + 2)).join("|")}|`
+  const notes = rows.map((r, i) => {
+    const floor = floorOf(r.floor).what
+    const target = r.target === "—"
+      ? ""
+      : r.target.startsWith("for information")
+      ? `; ${r.target}`
+      : `. Target ${r.target}`
+    const number = `${i + 1}.`.padEnd(String(rows.length).length + 2)
+    return wrap(
+      `${number}${r.figure}${floor === undefined ? "" : `; floor: ${floor}`}${target}`,
+      width,
+      " ".repeat(number.length)
+    )
+  })
+  const legend = wrap(
+    "floor: the Effect floor, or the one the row's note names; plain: the plain class (bench/PlainQueue.ts). " +
+      "The notes give each figure in full, its floor and its target:",
+    width
+  )
+  const out = [line(header), rule, ...cells.map(line), "", legend, ...notes].join("\n")
   console.log(out)
   return out
 }

@@ -1,5 +1,6 @@
 /**
- * `npm run bench`: prints ONE table. Every figure is a median over repeated runs of a program written as an app
+ * `npm run bench`: prints ONE table, at most 100 columns wide: per row a short name, the numbers and the verdict;
+ * numbered notes under it give each figure in full, what its floor is, and its target. Every figure is a median over repeated runs of a program written as an app
  * would write it (one Effect program calling the public API, run with `Effect.runSync`), with two references
  * measured in the same run: the Effect floor (the same number of steps as `Effect.sync` calls over a mutable
  * array inside one `Effect.gen`) and a plain synchronous class with the same queue rules (`bench/PlainQueue.ts`).
@@ -16,7 +17,7 @@
  */
 import * as Effect from "effect/Effect"
 import { editFigures } from "./edit.js"
-import { bytes, median, printTable, ratio, type Row, us } from "./harness.js"
+import { bytes, median, printTable, ratio, type Row, us, wrap } from "./harness.js"
 import { floorProgram, queueCycle } from "./queue.js"
 import { heapGrowth, resolveRoundTrip, retainedPerAction } from "./resolve.js"
 import { sessionFigures } from "./session.js"
@@ -40,7 +41,8 @@ for (const now of [false, true]) {
     const withinFloor = f.queue <= 2 * f.floor
     const flat = f.queue <= 1.5 * base.queue
     rows.push({
-      figure: `queue cycle, ${now ? "now: true" : "tail"} push, depth ${f.depth}`,
+      name: `queue ${now ? "now" : "tail"}, depth ${f.depth}`,
+      figure: `queue cycle (pushOnce → nextToolChoice → resolve), ${now ? "now: true" : "tail"} push, depth ${f.depth}`,
       value: us(f.queue),
       floor: us(f.floor),
       plain: us(f.plain),
@@ -60,6 +62,7 @@ for (const now of [false, true]) {
   const r = resolveRoundTrip(cycles, repeats, floor3)
   const ok = r.value <= 10 * r.floor
   rows.push({
+    name: "resolve round trip",
     figure: "resolve round trip (stage → serve → ResolveTool.execute → end turn)",
     value: us(r.value),
     floor: `${us(r.floor)} (3 steps)`,
@@ -76,6 +79,7 @@ for (const now of [false, true]) {
   const count = quick ? 2_000 : 10_000
   const { plainSamples, samples } = retainedPerAction(count, quick ? 3 : 7)
   rows.push({
+    name: "heap per pending action",
     figure: `retained heap per pending action (${count} staged)`,
     value: bytes(median(samples)),
     floor: "—",
@@ -90,6 +94,7 @@ for (const now of [false, true]) {
   const deltas = heaps.slice(1).map((h, i) => h - heaps[i]!)
   const flat = total < 1024 * 1024
   rows.push({
+    name: `heap growth, ${10 * perSegment >= 1e6 ? `${10 * perSegment / 1e6}M` : `${10 * perSegment / 1e3}k`} cycles`,
     figure: `heap growth over ${10 * perSegment} stage/resolve cycles (after a warm-up)`,
     value: bytes(total),
     floor: "—",
@@ -117,18 +122,21 @@ rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
   const store = await storeFigures({ roundTrips: quick ? 10 : 50, repeats: quick ? 3 : 5 })
   for (const f of store.figures) {
     const name = f.store === "sqlite" ? "SQLite file" : "Postgres"
+    const short = f.store === "sqlite" ? "SQLite" : "Postgres"
     const ok = f.session <= 1.5 * f.floorTransactions
     rows.push({
+      name: `durable trip, ${short}`,
       figure: `durable round trip, ${name} (stageKind → serve → ResolveTool.execute by id → applied, persisted)`,
       value: us(f.session),
       floor: `${us(f.floorTransactions)} (by hand)`,
       plain: "—",
       vsFloor: ratio(f.session, f.floorTransactions),
       vsPlain: "—",
-      target: quick ? "smoke run" : `≤ 1.5× floor: ${verdict(ok)}`
+      target: `≤ 1.5× floor: ${verdict(ok)}`
     })
     rows.push({
-      figure: `  of which the store alone, ${name} (insert → claim → settle)`,
+      name: `  store alone, ${short}`,
+      figure: `of which the store alone, ${name} (insert → claim → settle)`,
       value: us(f.value),
       floor: `${us(f.floorStatements)} (its statements by hand)`,
       plain: "—",
@@ -140,6 +148,7 @@ rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
   }
   for (const s of store.skipped) {
     rows.push({
+      name: "durable trip, Postgres",
       figure: `durable round trip, Postgres: skipped (${s.reason})`,
       value: "—",
       floor: "—",
@@ -154,10 +163,13 @@ rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
 console.log(`\neffect-resolve benchmarks (node ${process.version}, ${cycles} cycles × ${repeats} runs per figure)\n`)
 printTable(rows)
 console.log(
-  quick ?
-    `\nBENCH_QUICK: a smoke run (short, on a loaded machine its figures mean little); targets are judged by the full ` +
-    `run only. Total ${((Date.now() - started) / 1000).toFixed(0)} s.` :
-    `\n${checks.length === 0 ? "All targets met." : `Targets missed: ${checks.join(", ")}.`} ` +
-    `Total ${((Date.now() - started) / 1000).toFixed(0)} s.`
+  "\n" + wrap(
+    quick ?
+      `BENCH_QUICK: a smoke run (short, on a loaded machine its figures mean little); targets are judged by the full ` +
+      `run only. Total ${((Date.now() - started) / 1000).toFixed(0)} s.` :
+      `${checks.length === 0 ? "All targets met." : `Targets missed: ${checks.join(", ")}.`} ` +
+      `Total ${((Date.now() - started) / 1000).toFixed(0)} s.`,
+    100
+  )
 )
 void Effect.void

@@ -121,6 +121,7 @@ export const sessionFigures = async (previews: number, repeats: number): Promise
     const run = samples[enforcement][0]!
     const time = timeOf(enforcement)
     return {
+      name: `agent session, ${enforcement}`,
       figure: `agent session "${enforcement}", ${previews} previews: time per preview (per preview: ${
         perPreview(run.requests, previews)
       } requests, ${perPreview(run.forcedTurns, previews)} forced turns, ${

@@ -109,7 +109,7 @@ const record = (id: string, now: number) => ({
   id,
   session: "bench",
   kind: "edit",
-  label: "Edit: 1 replacement(s) in 1 file(s)",
+  label: "Edit: 1 replacement in 1 file",
   sourceToolName: "edit",
   stager: null,
   preview: "--- a/src/a.ts\n+++ b/src/a.ts\n@@ -1 +1 @@\n-a\n+x",
@@ -198,7 +198,7 @@ const programs = (n: number) => {
     const bus = yield* SteeringBus
     for (let i = 0; i < n; i++) {
       const handle = yield* stageKind(Edit, payload, {
-        label: "Edit: 1 replacement(s) in 1 file(s)",
+        label: "Edit: 1 replacement in 1 file",
         sourceToolName: "edit"
       })
       yield* bus.drain

@@ -2,16 +2,34 @@
  * The agent walk-through: a complete scripted agent session on `@effect/ai` (no network, no keys). The agent
  * stages three edits as previews, applies one, survives a failing apply by retrying it, discards the third, and
  * gets distracted once. The same script then runs under `"force"` and `"soft"` enforcement, and a table compares
- * what each cost: requests, forced turns and `tool_choice` changes (each one can invalidate a prompt cache).
+ * what each cost: requests, forced turns and `tool_choice` changes (each one can invalidate a prompt cache). Part 3
+ * of `npm run demo`; run it alone with `npx tsx examples/agent.ts`.
  */
 import type { AiError } from "@effect/ai"
 import { Tool, Toolkit } from "@effect/ai"
+import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer, Option, Ref, Schema } from "effect"
-import type * as ResolveMetrics from "../src/agent/ResolveMetrics.js"
-import * as ScriptedModel from "../src/agent/ScriptedModel.js"
-import { TurnDriver, type TurnDriverError, type TurnRecord } from "../src/agent/TurnDriver.js"
-import { PendingAction, PendingActions, PendingStoreError, queueResolveHandler, ToolResult } from "../src/index.js"
-import { ResolveConfig } from "../src/services/ResolveConfig.js"
+import {
+  PendingAction,
+  PendingActions,
+  PendingStoreError,
+  queueResolveHandler,
+  ResolveConfig,
+  ToolResult
+} from "effect-resolve"
+import {
+  type ResolveMetrics,
+  ScriptedModel,
+  TurnDriver,
+  type TurnDriverError,
+  type TurnRecord
+} from "effect-resolve/ai"
+import { fileURLToPath } from "node:url"
+
+const banner = `${"=".repeat(100)}
+3. The agent loop
+(the code: examples/agent.ts; examples/turn-driver.ts)
+${"=".repeat(100)}`
 
 // ---- The app's tools ------------------------------------------------------------------------------------------
 
@@ -158,7 +176,7 @@ const pad = (text: string | number, width: number) => String(text).padEnd(width)
 
 /** The walk-through: the soft session's transcript, then the force/soft comparison. */
 export const agentWalkthrough: Effect.Effect<void, AiError.AiError | TurnDriverError> = Effect.gen(function*() {
-  yield* Console.log("\n== effect-resolve: an agent session on @effect/ai (scripted model, no network)")
+  yield* Console.log(banner)
   const force = yield* session("force")
   const soft = yield* session("soft")
 
@@ -188,3 +206,5 @@ export const agentWalkthrough: Effect.Effect<void, AiError.AiError | TurnDriverE
     }`
   )
 })
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) NodeRuntime.runMain(agentWalkthrough)

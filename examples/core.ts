@@ -1,7 +1,9 @@
 /**
  * The core walk-through: a preview is staged, the model is reminded and forced to call `resolve`, and the
- * preview is applied, kept pending after a failing apply, and discarded.
+ * preview is applied, kept pending after a failing apply, and discarded. Part 1 of `npm run demo`; run it alone
+ * with `npx tsx examples/core.ts`.
  */
+import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Option, Ref } from "effect"
 import {
   PendingAction,
@@ -11,7 +13,13 @@ import {
   SteeringBus,
   ToolChoiceQueue,
   ToolResult
-} from "../src/index.js"
+} from "effect-resolve"
+import { fileURLToPath } from "node:url"
+
+const banner = `${"=".repeat(100)}
+1. The core
+(the code: examples/core.ts; start with examples/quick-start.ts)
+${"=".repeat(100)}`
 
 const step = (title: string) => Console.log(`\n-- ${title}`)
 
@@ -51,7 +59,7 @@ export const coreWalkthrough = Effect.gen(function*() {
   const file = yield* Ref.make("const greeting = 'hello'\n")
   const proposed = "const greeting = 'hello, world'\n"
 
-  yield* Console.log("== effect-resolve: stage a preview, then apply or discard it")
+  yield* Console.log(banner)
   yield* step("1. A tool stages an edit instead of writing it")
   const first = yield* queueResolveHandler({
     label: "Edit: 1 replacement in 1 file",
@@ -96,3 +104,5 @@ export const coreWalkthrough = Effect.gen(function*() {
   yield* step("5. Nothing is pending now")
   yield* modelTurn({ action: "apply", reason: "Again?" })
 }).pipe(Effect.provide(ResolveRuntime.layer))
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) NodeRuntime.runMain(coreWalkthrough)

@@ -1,15 +1,13 @@
 /**
  * `npm run demo`: a guided tour of effect-resolve on an embedded scripted model. No network, no keys, no server.
- * Each part says which example file holds the code; every README example is a file under examples/ too.
+ * Each part opens with a banner naming the example file that holds its code (and runs alone from that file); every
+ * README example is a file under examples/ too.
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect } from "effect"
 import { agentWalkthrough } from "./agent.js"
 import { coreWalkthrough } from "./core.js"
 import { producersWalkthrough } from "./producers.js"
-
-const part = (title: string, files: string) =>
-  Console.log(`\n${"=".repeat(100)}\n${title}\n(the code: ${files})\n${"=".repeat(100)}`)
 
 const main = Effect.gen(function*() {
   yield* Console.log([
@@ -19,15 +17,19 @@ const main = Effect.gen(function*() {
     "  2. the producers: file edits, a stale preview, plan approval, a custom tool, rendering;",
     "  3. an agent loop on @effect/ai with a scripted model, under \"force\" and \"soft\" enforcement.",
     "Shorter, single-purpose examples: examples/quick-start.ts, pending-set.ts, edit.ts, plan.ts, custom-tools.ts,",
-    "render.ts, turn-driver.ts, scripted-model.ts, provider-tool-choice.ts, durable-session.ts, real-provider.ts."
+    "render.ts, turn-driver.ts, scripted-model.ts, provider-tool-choice.ts, durable-session.ts, durable-resume.ts,",
+    "real-provider.ts. Run any of them with npx tsx examples/<name>.ts."
   ].join("\n"))
-  yield* part("1. The core", "examples/core.ts; start with examples/quick-start.ts")
+  yield* Console.log("")
   yield* coreWalkthrough
-  yield* part("2. The producers", "examples/producers.ts; examples/edit.ts, plan.ts, custom-tools.ts, render.ts")
+  yield* Console.log("")
   yield* producersWalkthrough
-  yield* part("3. The agent loop", "examples/agent.ts; examples/turn-driver.ts")
+  yield* Console.log("")
   yield* agentWalkthrough
-  yield* Console.log("\nNext: durable sessions that survive a restart, in examples/durable-session.ts.")
+  yield* Console.log(
+    "\nNext: durable sessions that survive a restart, in examples/durable-session.ts; to watch one resume in a new" +
+      "\nprocess, run npx tsx examples/durable-resume.ts twice."
+  )
 })
 
 NodeRuntime.runMain(main)

@@ -2,17 +2,23 @@
  * The producers walk-through: the `edit` tool previews and applies file edits in a temporary workspace, a stale
  * preview is refused, a plan is approved, and a custom tool stages an action with Promise callbacks. Every
  * `resolve` call is shown as the renderer's block. Turns are driven like `core.ts`: nextToolChoice →
- * ResolveTool.execute → queue.resolve.
+ * ResolveTool.execute → queue.resolve. Part 2 of `npm run demo`; run it alone with `npx tsx examples/producers.ts`.
  */
-import { NodeContext } from "@effect/platform-node"
+import { NodeContext, NodeRuntime } from "@effect/platform-node"
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Path from "@effect/platform/Path"
-import { Console, Effect, Layer, Option } from "effect"
-import { ResolveRuntime, ResolveTool, SteeringBus, ToolChoiceQueue, ToolResult } from "../src/index.js"
-import * as CustomTools from "../src/producers/CustomTools.js"
-import * as FileEditPreview from "../src/producers/FileEditPreview.js"
-import * as PlanApproval from "../src/producers/PlanApproval.js"
-import * as Renderer from "../src/render/Renderer.js"
+import { Console, Effect, Exit, Layer, Option } from "effect"
+import { ResolveRuntime, ResolveTool, SteeringBus, ToolChoiceQueue, ToolResult } from "effect-resolve"
+import { CustomTools } from "effect-resolve/custom"
+import { FileEditPreview } from "effect-resolve/edit"
+import { PlanApproval } from "effect-resolve/plan"
+import { Renderer } from "effect-resolve/render"
+import { fileURLToPath } from "node:url"
+
+const banner = `${"=".repeat(100)}
+2. The producers
+(the code: examples/producers.ts; examples/edit.ts, plan.ts, custom-tools.ts, render.ts)
+${"=".repeat(100)}`
 
 const step = (title: string) => Console.log(`\n-- ${title}`)
 
@@ -34,7 +40,17 @@ const modelTurn = (
     yield* Console.log(`   status bar: ${Renderer.intent(call)}`)
     const exit = yield* Effect.exit(ResolveTool.execute(call))
     yield* queue.resolve
-    const lines = Renderer.renderResolve(call, exit, label === undefined ? renderOptions : { ...renderOptions, label })
+    // The plan's messages name the temporary workspace's absolute path: show the paths relative to the workspace.
+    const { root } = yield* FileEditPreview.Workspace
+    const relative = (text: string) => text.replaceAll(`${root}/`, "")
+    const shown = Exit.mapBoth(exit, {
+      onSuccess: (result) => ({
+        ...result,
+        content: result.content.map((block) => ({ ...block, text: relative(block.text) }))
+      }),
+      onFailure: (error) => ({ ...error, message: relative(error.message) })
+    })
+    const lines = Renderer.renderResolve(call, shown, label === undefined ? renderOptions : { ...renderOptions, label })
     for (const line of lines) yield* Console.log(`   ${line}`)
     return exit
   })
@@ -127,7 +143,7 @@ const customToolWalkthrough = Effect.gen(function*() {
 
 /** The whole walk-through, on a fresh session and a temporary workspace (removed at the end). */
 export const producersWalkthrough = Effect.gen(function*() {
-  yield* Console.log("\n== effect-resolve producers: file edits, plan approval, custom tools")
+  yield* Console.log(banner)
   const fs = yield* FileSystem.FileSystem
   const root = yield* fs.makeTempDirectoryScoped({ prefix: "effect-resolve-demo-" })
   yield* Effect.gen(function*() {
@@ -136,3 +152,5 @@ export const producersWalkthrough = Effect.gen(function*() {
     yield* customToolWalkthrough
   }).pipe(Effect.provide(Layer.merge(ResolveRuntime.layer, FileEditPreview.layer({ root }))))
 }).pipe(Effect.scoped, Effect.provide(NodeContext.layer))
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) NodeRuntime.runMain(producersWalkthrough)

@@ -7,9 +7,9 @@ const program = Effect.gen(function*() {
   const options = { width: 60, color: false } // color defaults to on, and to off when NO_COLOR is set
 
   yield* queueResolveHandler({
-    label: "Edit: 2 replacement(s) in 1 file(s)",
+    label: "Edit: 2 replacements in 1 file",
     sourceToolName: "edit",
-    apply: () => Effect.succeed(ToolResult.text("Applied Edit: 2 replacement(s) in 1 file(s). Wrote src/greet.ts (2)."))
+    apply: () => Effect.succeed(ToolResult.text("Applied Edit: 2 replacements in 1 file. Wrote src/greet.ts (2)."))
   })
   const apply = {
     action: "apply",

@@ -12,8 +12,8 @@
  *     ```
  *
  * `tsx scripts/readme-examples.ts` checks that every marked block equals its file and its recorded output (exit
- * 1 otherwise); `--write` rewrites the README from the files and fresh runs. The test suite runs the same check
- * (test/examples/Readme.test.ts).
+ * 1 otherwise); `--write` rewrites the README from the files and fresh runs, and says which blocks changed (or that
+ * the README is up to date). The test suite runs the same check (test/examples/Examples.test.ts).
  */
 import { execFile } from "node:child_process"
 import { readFileSync, writeFileSync } from "node:fs"
@@ -57,15 +57,26 @@ const write = async () => {
   const text = readme()
   let out = ""
   let last = 0
+  const changed: Array<string> = []
+  let count = 0
   for (const m of text.matchAll(marker)) {
     const file = m[1]!
     const code = readFileSync(join(root, file), "utf8")
     const output = m[3] === undefined ? undefined : await runExample(file)
+    const what = [...(code === m[2] ? [] : ["code"]), ...(output === m[3] ? [] : ["output"])]
+    if (what.length > 0) changed.push(`${file}: ${what.join(" and ")}`)
+    count++
     out += text.slice(last, m.index) + `<!-- example: ${file} -->\n\`\`\`ts\n${code}\`\`\`\n` +
       (output === undefined ? "" : `<!-- output -->\n\`\`\`text\n${output}\`\`\`\n`)
     last = m.index! + m[0].length
   }
+  if (changed.length === 0) {
+    console.log(`README.md is up to date (${count} example blocks).`)
+    return
+  }
   writeFileSync(join(root, "README.md"), out + text.slice(last))
+  console.log(`README.md: rewrote ${changed.length} of ${count} example blocks:`)
+  for (const line of changed) console.log(`  ${line}`)
 }
 
 const check = async () => {
@@ -77,6 +88,7 @@ const check = async () => {
     }
   }
   for (const problem of problems) console.error(problem)
+  if (problems.length === 0) console.log("README.md's example blocks match their files and outputs.")
   if (problems.length > 0) {
     console.error("Run `npm run readme` to rewrite the README's example blocks from the files.")
     process.exitCode = 1

@@ -46,6 +46,7 @@ import { createHash } from "node:crypto"
 import * as NFS from "node:fs/promises"
 import { type PendingStoreError, ToolError } from "../domain/Errors.js"
 import * as ToolResult from "../domain/ToolResult.js"
+import { count } from "../internal/plural.js"
 import { loneSurrogate, show, tooDeepField, valueAt } from "../internal/untrusted.js"
 import * as ActionKind from "../services/ActionKind.js"
 import * as PendingAction from "../services/PendingAction.js"
@@ -637,13 +638,14 @@ const spliceBytes = (
 }
 
 /**
- * The label of an edit preview: `Edit: <N> replacement(s) in <M> file(s)`.
+ * The label of an edit preview: `Edit: <N> replacements in <M> files`, in the singular for one (`Edit: 1
+ * replacement in 1 file`).
  *
  * @since 0.1.0
  * @category constructors
  */
 export const editLabel = (replacements: number, files: number): string =>
-  `Edit: ${replacements} replacement(s) in ${files} file(s)`
+  `Edit: ${count(replacements, "replacement")} in ${count(files, "file")}`
 
 /**
  * The first line of every preview result.
@@ -1221,7 +1223,7 @@ export const preview: (
 
   const summary = summaryOf(staged)
   const label = editLabel(summary.replacements, summary.fileCount)
-  const counts = summary.files.map((f) => `${f.path}: ${f.replacements} replacement(s)`)
+  const counts = summary.files.map((f) => `${f.path}: ${count(f.replacements, "replacement")}`)
   const shown = [
     ...(warnings.length === 0 ? [] : [...warnings, ""]),
     ...diffs,

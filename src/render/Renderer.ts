@@ -15,10 +15,10 @@
  *
  * const lines = Renderer.renderResolve(
  *   { action: "apply", reason: "The diff matches the request." },
- *   Exit.succeed(ToolResult.text("Applied.", { action: "apply", reason: "...", label: "Edit: 1 replacement(s) in 1 file(s)" })),
+ *   Exit.succeed(ToolResult.text("Applied.", { action: "apply", reason: "...", label: "Edit: 1 replacement in 1 file" })),
  *   { width: 80, color: false }
  * )
- * // ["Accept 1 replacement(s) in 1 file(s) [Edit]", "  The diff matches the request.", "  Applied."]
+ * // ["Accept 1 replacement in 1 file [Edit]", "  The diff matches the request.", "  Applied."]
  * Renderer.intent({ action: "discard", reason: "Too broad." }) // "discarding: Too broad."
  * ```
  *
@@ -211,7 +211,7 @@ const classify = (call: ResolveCallLike, outcome: ResolveOutcome): Classified =>
  * The merged call/result block of a `resolve` call, as terminal lines:
  *
  * ```text
- * Accept 2 replacement(s) in 1 file(s) [Edit]
+ * Accept 2 replacements in 1 file [Edit]
  *   <reason>
  *   <first line of the result, or the error>
  * ```

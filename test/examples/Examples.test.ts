@@ -1,13 +1,16 @@
 /**
  * Every README example runs as printed: each marked block of the README equals its file under examples/, and the
  * output block under it equals what the file prints (scripts/readme-examples.ts; `npm run readme` rewrites the
- * blocks). The files import the package by name, so they run against the build (`npm test` builds first), as a user's
- * code would. `examples/real-provider.ts` needs a provider: it runs here against a local emulator of each API.
+ * blocks). The files import the package by name, as a user's code would; tsconfig.json maps the name to src/ (tsx
+ * follows the mapping), so they run from the sources with no build (test/layout/Package.test.ts checks the build as
+ * a consumer installs it). `examples/real-provider.ts` needs a provider: it runs here against a local emulator of
+ * each API.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { execFile } from "node:child_process"
-import { readFileSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
 import { blocks, root, runExample } from "../../scripts/readme-examples.js"
@@ -32,6 +35,76 @@ describe("README examples", () => {
       }, 120_000)
     }
   }
+})
+
+describe("the tour (npm run demo) and its parts", () => {
+  const titles = ["1. The core", "2. The producers", "3. The agent loop"]
+  const count = (text: string, line: string) => text.split("\n").filter((l) => l === line).length
+
+  it("the demo shows each part's title once, no absolute temp path, no \"(s)\"", async () => {
+    const out = await runExample("examples/demo.ts")
+    for (const title of titles) assert.strictEqual(count(out, title), 1, title)
+    assert.notInclude(out, tmpdir())
+    assert.notInclude(out, "(s)")
+  }, 120_000)
+
+  const parts = [
+    ["examples/core.ts", titles[0]!, "-- 5. Nothing is pending now"],
+    [
+      "examples/producers.ts",
+      titles[1]!,
+      "Plan approved: greeting-overhaul. Plan mode is over; implement the plan in PLAN.md."
+    ],
+    ["examples/agent.ts", titles[2]!, "   same files written either way: yes"]
+  ] as const
+  for (const [file, title, line] of parts) {
+    it(`${file} run alone prints its part`, async () => {
+      const out = await runExample(file)
+      assert.strictEqual(count(out, title), 1)
+      assert.include(out, line)
+    }, 120_000)
+  }
+})
+
+describe("examples/durable-resume.ts, run as separate processes", () => {
+  it(
+    "stages and exits; the next run applies the pending action; the one after finds nothing and cleans up",
+    async () => {
+      const parent = mkdtempSync(join(tmpdir(), "effect-resolve-durable-resume-"))
+      const dir = join(parent, "session")
+      const run = async () => {
+        const { stdout } = await promisify(execFile)(
+          process.execPath,
+          ["--import", "tsx", "examples/durable-resume.ts", dir],
+          { cwd: root, timeout: 120_000 }
+        )
+        return stdout.replaceAll(dir, "<dir>")
+      }
+      try {
+        assert.strictEqual(
+          await run(),
+          "Staged \"Note: ship v0.2\" in <dir>/pending.db; it is pending.\n" +
+            "This process exits without resolving it. Run this file again: the next process finds it pending.\n"
+        )
+        assert.strictEqual(
+          await run(),
+          "Found \"Note: ship v0.2\" pending, staged by an earlier process; preview \"+ - ship v0.2\"\n" +
+            "Appended \"- ship v0.2\" to NOTES.md (Resumed.).\n" +
+            "NOTES.md now: \"- ship v0.2\\n\"\n" +
+            "Run this file once more: nothing is pending then, and it cleans up.\n"
+        )
+        assert.strictEqual(
+          await run(),
+          "Nothing is pending: \"Note: ship v0.2\" is applied.\n" +
+            "Removed the session's files; the next run starts over.\n"
+        )
+        assert.isFalse(existsSync(dir))
+      } finally {
+        rmSync(parent, { recursive: true, force: true })
+      }
+    },
+    120_000
+  )
 })
 
 const runReal = (provider: "openai" | "anthropic", url: string) =>

@@ -144,7 +144,7 @@ const runWithFaults = (faults: ReadonlyArray<FaultyFileSystem.Fault>, label: str
         deepStrictEqual(yield* queue.inspect, ["pending-action:edit"], label)
         const retry = yield* applyTurn
         assert.isTrue(Exit.isSuccess(retry), `${label}: the retry failed: ${String(retry)}`)
-        if (Exit.isSuccess(retry)) assert.include(ToolResult.textOf(retry.value), "Applied Edit: 3 replacement(s)")
+        if (Exit.isSuccess(retry)) assert.include(ToolResult.textOf(retry.value), "Applied Edit: 3 replacements")
         deepStrictEqual(yield* snapshot(root), expected("after"), label)
         deepStrictEqual(yield* queue.inspect, [], label)
         // Applied once: nothing is left to resolve.

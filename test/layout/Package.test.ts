@@ -1,33 +1,50 @@
 /**
- * The published package as a consumer meets it (the build in dist/, which `npm test` makes first): a project with
- * only `effect` installed imports the core entry, with `import` and with `require`, and an entry whose optional
- * peer is missing fails naming it. The project is a temp directory whose node_modules holds a copy of this package
- * and a link to `effect`, nothing else.
+ * The published package as a consumer meets it (the build in dist/, which `npm test` makes first): a project that
+ * installs the packed package (`npm pack`, then `npm install` of the tarball with `effect`, and none of the optional
+ * peers) imports the core entry, with `import` and with `require`, and an entry whose optional peers are missing
+ * fails with one message naming every missing peer and the line that installs them.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { execFileSync, spawnSync } from "node:child_process"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
+import * as url from "node:url"
 import { afterAll, beforeAll } from "vitest"
+import { entryPeers } from "../../src/internal/peers.js"
 
 const root = path.resolve(import.meta.dirname, "../..")
 const pkg = JSON.parse(fs.readFileSync(path.join(root, "package.json"), "utf8"))
+const effectVersion = JSON.parse(fs.readFileSync(path.join(root, "node_modules/effect/package.json"), "utf8")).version
 let project: string
+
+// npm run describes this repository in npm_package_*, npm_lifecycle_* and npm_config_local_prefix: the consumer's npm
+// must not see those (its other settings, such as the cache and the registry, stay).
+const npmEnv = Object.fromEntries(
+  Object.entries(process.env).filter(([name]) => !/^npm_(package_|lifecycle_|config_local_prefix$)/i.test(name))
+)
+const npm = (args: ReadonlyArray<string>, cwd: string) =>
+  execFileSync("npm", [...args], { cwd, env: npmEnv, encoding: "utf8", stdio: ["ignore", "pipe", "pipe"] })
 
 beforeAll(() => {
   if (!fs.existsSync(path.join(root, "dist/index.js"))) throw new Error("dist/ is missing: run `npm run build` first")
   project = fs.mkdtempSync(path.join(os.tmpdir(), "effect-resolve-consumer-"))
-  const modules = path.join(project, "node_modules")
-  const self = path.join(modules, "effect-resolve")
-  fs.mkdirSync(self, { recursive: true })
-  fs.copyFileSync(path.join(root, "package.json"), path.join(self, "package.json"))
-  // A copy, not a link: Node resolves a linked file's imports from where it really is (this repository, which has
-  // every optional peer installed).
-  fs.cpSync(path.join(root, "dist"), path.join(self, "dist"), { recursive: true })
-  fs.symlinkSync(path.join(root, "node_modules/effect"), path.join(modules, "effect"))
   fs.writeFileSync(path.join(project, "package.json"), JSON.stringify({ name: "consumer", type: "module" }))
-})
+  // The tarball npm would publish (dist/ is built: no prepack build), installed from the npm cache when it can be.
+  const [packed] = JSON.parse(npm(["pack", "--ignore-scripts", "--json", "--pack-destination", project], root))
+  npm([
+    "install",
+    "--prefix",
+    project,
+    "--no-save",
+    "--no-package-lock",
+    "--prefer-offline",
+    "--no-audit",
+    "--no-fund",
+    path.join(project, packed.filename),
+    `effect@${effectVersion}`
+  ], project)
+}, 120_000)
 afterAll(() => fs.rmSync(project, { recursive: true, force: true }))
 
 const node = (args: ReadonlyArray<string>) =>
@@ -65,10 +82,80 @@ console.log(await Effect.runPromise(program.pipe(Effect.provide(ResolveRuntime.l
     assert.strictEqual(run.stdout.trim(), "function", run.stderr)
   })
 
-  it("an entry whose optional peer is not installed fails naming it", () => {
+  it("the entries without optional peers import with only effect installed", () => {
+    const run = node([
+      "--input-type=module",
+      "-e",
+      "for (const e of ['effect-resolve/custom', 'effect-resolve/render']) console.log(Object.keys(await import(e)))"
+    ])
+    assert.strictEqual(run.stderr, "")
+    assert.strictEqual(
+      run.stdout,
+      "[ 'CustomTools', 'pushPendingAction', 'toolError' ]\n[ 'Renderer', 'renderResolve' ]\n"
+    )
+  })
+
+  it("no optional peer is installed", () => {
+    for (const peer of Object.keys(pkg.peerDependenciesMeta)) {
+      assert.isFalse(fs.existsSync(path.join(project, "node_modules", peer)), peer)
+    }
+  })
+
+  it("an entry whose optional peers are missing names every one, with its range, and the install line", () => {
+    const run = node([
+      "--input-type=module",
+      "-e",
+      "try { await import('effect-resolve/sqlite') } catch (e) { console.log(e.code); console.log(e.message) }"
+    ])
+    assert.strictEqual(run.stderr, "")
+    const peers = ["@effect/sql", "@effect/sql-libsql", "@effect/experimental", "@effect/platform"]
+    const range = (peer: string) => pkg.peerDependencies[peer] as string
+    assert.strictEqual(
+      run.stdout,
+      [
+        "ERR_MODULE_NOT_FOUND",
+        "effect-resolve/sqlite needs packages that are not installed:",
+        ...peers.map((peer) => `  ${peer} ${range(peer)}`),
+        "Install them with:",
+        `  npm install ${peers.map((peer) => `"${peer}@${range(peer)}"`).join(" ")}`,
+        ""
+      ].join("\n")
+    )
+  })
+
+  it("an entry with one missing peer names it", () => {
     const run = node(["--input-type=module", "-e", "await import('effect-resolve/ai')"])
     assert.notStrictEqual(run.status, 0)
-    assert.include(run.stderr, "@effect/ai")
+    assert.include(run.stderr, "effect-resolve/ai needs a package that is not installed:\n  @effect/ai ^0.37.0\n")
+    assert.include(run.stderr, `npm install "@effect/ai@^0.37.0"`)
+  })
+
+  it("each entry's optional peers (src/internal/peers.ts) are the peers loading its build loads", () => {
+    // A resolve hook that logs the package of every module loaded, run here where every peer is installed.
+    const hook = path.join(project, "trace-hook.mjs")
+    fs.writeFileSync(
+      hook,
+      `export const resolve = async (specifier, context, next) => {
+  const resolved = await next(specifier, context)
+  const m = /node_modules\\/(@effect\\/[^/]+)\\//.exec(resolved.url)
+  if (m) console.log(m[1])
+  return resolved
+}`
+    )
+    const register = `import { register } from "node:module"; register(${JSON.stringify(url.pathToFileURL(hook).href)})`
+    for (const [entry, peers] of Object.entries(entryPeers)) {
+      const file = url.pathToFileURL(path.join(root, "dist", `${entry.replace("effect-resolve/", "")}.js`)).href
+      const run = spawnSync(process.execPath, [
+        "--import",
+        `data:text/javascript,${encodeURIComponent(register)}`,
+        "--input-type=module",
+        "-e",
+        `await import(${JSON.stringify(file)})`
+      ], { cwd: root, encoding: "utf8", timeout: 60_000 })
+      assert.strictEqual(run.status, 0, run.stderr)
+      const loaded = new Set(run.stdout.split("\n").filter((line) => line !== ""))
+      assert.deepStrictEqual([...loaded].sort(), [...peers].sort(), entry)
+    }
   })
 
   it("the build holds every entry the exports name", () => {

@@ -22,7 +22,7 @@ const setup = (contents: string) => {
   const payload = Schema.decodeSync(FileEditPreview.EditPayload)({
     givenRoot: root,
     realRoot: root,
-    label: "Edit: 1 replacement(s) in 1 file(s)",
+    label: "Edit: 1 replacement in 1 file",
     files: [{
       inputPath: "a.txt",
       displayPath: "a.txt",

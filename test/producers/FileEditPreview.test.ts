@@ -117,7 +117,7 @@ describe("FileEditPreview", () => {
           text,
           "--- a/src/a.ts\n+++ b/src/a.ts\n@@ -1,2 +1,2 @@\n const a = 1\n-const b = 2\n+const b = 3"
         )
-        assert.include(text, "Edit: 1 replacement(s) in 1 file(s):\n  src/a.ts: 1 replacement(s)")
+        assert.include(text, "Edit: 1 replacement in 1 file:\n  src/a.ts: 1 replacement")
         const details = result.details as any
         deepStrictEqual(details.files, [{ path: "src/a.ts", replacements: 1 }])
         assert.strictEqual(details.fileCount, 1)
@@ -145,10 +145,10 @@ describe("FileEditPreview", () => {
         const result = successOf(yield* turn({ action: "apply", reason: "Matches the request." }))
         assert.strictEqual(
           ToolResult.textOf(result),
-          "Applied Edit: 4 replacement(s) in 2 file(s). Wrote a.txt (3), b.txt (1). Reason: Matches the request."
+          "Applied Edit: 4 replacements in 2 files. Wrote a.txt (3), b.txt (1). Reason: Matches the request."
         )
         const details = result.details as any
-        assert.strictEqual(details.label, "Edit: 4 replacement(s) in 2 file(s)")
+        assert.strictEqual(details.label, "Edit: 4 replacements in 2 files")
         assert.strictEqual(details.sourceToolName, "edit")
         deepStrictEqual(details.sourceResultDetails.files, [
           { path: "a.txt", replacements: 3 },
@@ -176,7 +176,7 @@ describe("FileEditPreview", () => {
         const result = successOf(yield* turn({ action: "discard", reason: "Not needed." }))
         assert.strictEqual(
           ToolResult.textOf(result),
-          "Discarded: Edit: 1 replacement(s) in 1 file(s). Nothing was written to a.txt. Reason: Not needed."
+          "Discarded: Edit: 1 replacement in 1 file. Nothing was written to a.txt. Reason: Not needed."
         )
         assert.strictEqual(yield* readText(root, "a.txt"), "x\n")
         deepStrictEqual(yield* listing(root), ["a.txt"])
@@ -416,7 +416,7 @@ describe("FileEditPreview", () => {
         const queue = yield* ToolChoiceQueue
         deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
         const discarded = successOf(yield* turn({ action: "discard", reason: "Stale." }))
-        assert.include(ToolResult.textOf(discarded), "Discarded: Edit: 2 replacement(s) in 2 file(s)")
+        assert.include(ToolResult.textOf(discarded), "Discarded: Edit: 2 replacements in 2 files")
         deepStrictEqual(yield* queue.inspect, [])
         assert.strictEqual(yield* readText(root, "a.txt"), "a\n")
         assert.strictEqual((preview.details as any).fileCount, 2)

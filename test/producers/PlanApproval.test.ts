@@ -401,7 +401,7 @@ describe("PlanApproval", () => {
         })
         const queue = yield* ToolChoiceQueue
         const preview = yield* queueResolveHandler({
-          label: "Edit: 1 replacement(s) in 1 file(s)",
+          label: "Edit: 1 replacement in 1 file",
           sourceToolName: "edit",
           apply: () => Effect.succeed(ToolResult.text("edit applied"))
         })

@@ -20,14 +20,14 @@ const applied = Exit.succeed(ToolResult.text("Applied the edit.\nWrote a.txt.", 
   action: "apply",
   reason: "The diff matches.",
   sourceToolName: "edit",
-  label: "Edit: 2 replacement(s) in 1 file(s)"
+  label: "Edit: 2 replacements in 1 file"
 }))
 
-const discarded = Exit.succeed(ToolResult.text("Discarded: Edit: 2 replacement(s) in 1 file(s). Reason: Too broad.", {
+const discarded = Exit.succeed(ToolResult.text("Discarded: Edit: 2 replacements in 1 file. Reason: Too broad.", {
   action: "discard",
   reason: "Too broad.",
   sourceToolName: "edit",
-  label: "Edit: 2 replacement(s) in 1 file(s)"
+  label: "Edit: 2 replacements in 1 file"
 }))
 
 const applyFailed = Exit.fail(
@@ -39,15 +39,15 @@ describe("Renderer", () => {
     it("Accept: summary, [source] badge, reason, result line", () => {
       deepStrictEqual(
         Renderer.renderResolve({ action: "apply", reason: "The diff matches." }, applied, plain),
-        ["Accept 2 replacement(s) in 1 file(s) [Edit]", "  The diff matches.", "  Applied the edit."]
+        ["Accept 2 replacements in 1 file [Edit]", "  The diff matches.", "  Applied the edit."]
       )
     })
 
     it("Discard", () => {
       deepStrictEqual(Renderer.renderResolve({ action: "discard", reason: "Too broad." }, discarded, plain), [
-        "Discard 2 replacement(s) in 1 file(s) [Edit]",
+        "Discard 2 replacements in 1 file [Edit]",
         "  Too broad.",
-        "  Discarded: Edit: 2 replacement(s) in 1 file(s). Reason: Too broad."
+        "  Discarded: Edit: 2 replacements in 1 file. Reason: Too broad."
       ])
     })
 
@@ -82,9 +82,9 @@ describe("Renderer", () => {
       deepStrictEqual(
         Renderer.renderResolve({ action: "apply", reason: "ok" }, stale, {
           ...plain,
-          label: "Edit: 1 replacement(s) in 1 file(s)"
+          label: "Edit: 1 replacement in 1 file"
         }),
-        ["Failed 1 replacement(s) in 1 file(s) [Edit]", "  ok", "  Preview is stale: a.txt changed after the preview."]
+        ["Failed 1 replacement in 1 file [Edit]", "  ok", "  Preview is stale: a.txt changed after the preview."]
       )
       deepStrictEqual(
         Renderer.renderResolve({ action: "apply", reason: "ok" }, stale, plain)[0],
@@ -132,7 +132,7 @@ describe("Renderer", () => {
           applied,
           plain
         ),
-        ["Accept 2 replacement(s) in 1 file(s) [Edit]", "  line one", "  line two [31mred[0m", "  Applied the edit."]
+        ["Accept 2 replacements in 1 file [Edit]", "  line one", "  line two [31mred[0m", "  Applied the edit."]
       )
     })
   })
@@ -144,7 +144,7 @@ describe("Renderer", () => {
       deepStrictEqual(
         Renderer.renderResolve({ action: "apply", reason: "The diff matches." }, applied, colour),
         [
-          `${green("Accept")} 2 replacement(s) in 1 file(s)${cyan(" [Edit]")}`,
+          `${green("Accept")} 2 replacements in 1 file${cyan(" [Edit]")}`,
           "  The diff matches.",
           "\x1b[2m  Applied the edit.\x1b[22m"
         ]
@@ -154,7 +154,7 @@ describe("Renderer", () => {
     it("Discard", () => {
       assert.strictEqual(
         Renderer.renderResolve({ action: "discard", reason: "Too broad." }, discarded, colour)[0],
-        `\x1b[1m\x1b[33mDiscard\x1b[39m\x1b[22m 2 replacement(s) in 1 file(s)${cyan(" [Edit]")}`
+        `\x1b[1m\x1b[33mDiscard\x1b[39m\x1b[22m 2 replacements in 1 file${cyan(" [Edit]")}`
       )
     })
 
@@ -172,7 +172,7 @@ describe("Renderer", () => {
       assert.strictEqual(Renderer.stringWidth(header(20)), 20)
       assert.isTrue(header(20).endsWith("…"))
       assert.strictEqual(header(20).replace(/\x1b\[[0-9;]*m/g, ""), "Accept 2 replacemen…")
-      assert.strictEqual(header(40).replace(/\x1b\[[0-9;]*m/g, ""), "Accept 2 replacement(s) in 1 file(s) [E…")
+      assert.strictEqual(header(35).replace(/\x1b\[[0-9;]*m/g, ""), "Accept 2 replacements in 1 file [E…")
       // Every colour opened is closed.
       for (const width of [10, 20, 40]) {
         const opened = (header(width).match(/\x1b\[(1|3[0-7])m/g) ?? []).length
@@ -298,7 +298,7 @@ describe("Renderer", () => {
     Effect.gen(function*() {
       const queue = yield* ToolChoiceQueue
       yield* queueResolveHandler({
-        label: "Edit: 1 replacement(s) in 1 file(s)",
+        label: "Edit: 1 replacement in 1 file",
         sourceToolName: "edit",
         apply: () => Effect.fail(new Error("disk full"))
       })
@@ -307,7 +307,7 @@ describe("Renderer", () => {
       const exit = yield* Effect.exit(ResolveTool.execute(call))
       yield* queue.resolve
       deepStrictEqual(Renderer.renderResolve(call, exit, plain), [
-        "Failed 1 replacement(s) in 1 file(s) [Edit]",
+        "Failed 1 replacement in 1 file [Edit]",
         "  Looks right.",
         "  Apply failed: disk full"
       ])

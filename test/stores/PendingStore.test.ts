@@ -21,7 +21,7 @@ const record = (id: string, overrides: Partial<PendingRecord> = {}): PendingReco
   id,
   session: "s1",
   kind: "edit",
-  label: `Edit: 1 replacement(s) in ${id}`,
+  label: `Edit: 1 replacement in ${id}`,
   sourceToolName: "edit",
   stager: null,
   preview: `--- a/${id}\n+++ b/${id}\n-old ✓\n+new “quoted” 'single'`,

@@ -23,7 +23,7 @@ const record = (id: string): PendingRecord => ({
   id,
   session: "s1",
   kind: "edit",
-  label: "Edit: 1 replacement(s) in 1 file(s)",
+  label: "Edit: 1 replacement in 1 file",
   sourceToolName: "edit",
   stager: null,
   preview: "-a\n+b",

@@ -2,14 +2,11 @@
  * vitest global setup: prepares the Postgres server of the run (see `test/support/postgres.ts`). With
  * `EFFECT_RESOLVE_PG_URL` set, test files use that server. Otherwise it makes a run directory in which the first
  * test file that needs Postgres starts one (lazily: runs that never touch Postgres start nothing), and stops that
- * server when the run ends. With `EFFECT_RESOLVE_REQUIRE_PG=1` and neither a URL nor Postgres binaries, the run
- * fails here, before any test.
+ * server when the run ends (a watchdog does it if the run is killed; leftovers of killed runs are swept first).
+ * With `EFFECT_RESOLVE_REQUIRE_PG=1` and neither a URL nor Postgres binaries, the run fails here, before any test.
  */
-import * as fs from "node:fs"
-import * as os from "node:os"
-import * as path from "node:path"
 import type { TestProject } from "vitest/node"
-import { findBinaries, requirePostgres, stopRunServer } from "./postgres.js"
+import { findBinaries, makeRunDir, requirePostgres, stopRunServer, sweepLeftovers } from "./postgres.js"
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -30,7 +27,8 @@ export default function setup(project: TestProject) {
         "were found: install Debian's postgresql package or run .ci/run"
     )
   }
-  const runDir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-resolve-pg-run-"))
+  sweepLeftovers()
+  const runDir = makeRunDir()
   project.provide("pgRunDir", runDir)
   return () => stopRunServer(runDir)
 }

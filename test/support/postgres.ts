@@ -12,11 +12,16 @@
  *
  * Each test works in a fresh schema (`freshSchema`), so tests and files running in parallel never see each
  * other's tables.
+ *
+ * A server started here lives only as long as the process it serves (the vitest run, or the bench): a watchdog
+ * (`test/support/pgWatchdog.mjs`, a detached process) stops it and removes its directory once that process is
+ * gone, so a run killed with Ctrl-C, a timeout or SIGKILL leaves nothing running; the global setup first sweeps up
+ * what a run whose watchdog was killed too left behind.
  */
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as PgClient from "@effect/sql-pg/PgClient"
 import { Effect, Redacted } from "effect"
-import { execFile } from "node:child_process"
+import { execFile, execFileSync, spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as net from "node:net"
 import * as os from "node:os"
@@ -61,6 +66,21 @@ export const freePort = (): Promise<number> =>
     })
   })
 
+const watchdog = path.join(import.meta.dirname, "pgWatchdog.mjs")
+
+/**
+ * Starts the watchdog of `dir`: once `owner` (a pid) is gone, it stops the server `dir`/server.json names, if any,
+ * and removes that server's directory and `dir`; it exits when `dir` is removed the normal way.
+ */
+export const watchDirectory = (dir: string, owner: number): void => {
+  spawn(process.execPath, [watchdog, "watch", dir, String(owner)], { detached: true, stdio: "ignore" }).unref()
+}
+
+/** Stops the servers and removes the directories of dead runs whose watchdog is gone too. */
+export const sweepLeftovers = (): void => {
+  execFileSync(process.execPath, [watchdog, "sweep"], { stdio: "ignore", timeout: 60_000 })
+}
+
 /** A running server: its URL (database `postgres`, user `postgres`, no password) and where it lives. */
 export interface Server {
   readonly url: string
@@ -76,12 +96,18 @@ const runAs = (bin: string, args: ReadonlyArray<string>) =>
 
 /**
  * `initdb` a temp directory and start a server on a free loopback port (trust authentication, loopback only, the
- * socket in the directory). `durable: false` turns fsync off (tests); the bench keeps Postgres's defaults.
+ * socket in the directory). `durable: false` turns fsync off (tests); the bench keeps Postgres's defaults. The
+ * server lives as long as the process `owner` (default: this one): a watchdog stops it once that process is gone.
  */
-export const startServer = async (options: { readonly durable: boolean }): Promise<Server> => {
+export const startServer = async (
+  options: { readonly durable: boolean; readonly owner?: number }
+): Promise<Server> => {
   const bin = findBinaries()
   if (bin === undefined) throw new Error("no Postgres binaries (initdb, pg_ctl) found")
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-resolve-pg-"))
+  // Watched from the start: a run killed while the server starts leaves nothing either.
+  fs.writeFileSync(path.join(dir, "server.json"), JSON.stringify({ dir, bin }))
+  watchDirectory(dir, options.owner ?? process.pid)
   if (isRoot()) {
     const { stdout } = await run("id", ["-u", "postgres"])
     const { stdout: gid } = await run("id", ["-g", "postgres"])
@@ -122,8 +148,20 @@ export type Availability =
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
 
 /**
+ * Makes the run directory of a vitest run (the global setup calls it, in the run's main process): the lazily
+ * started server's URL goes there, and a watchdog removes it (and stops that server) if this process dies.
+ */
+export const makeRunDir = (): string => {
+  const runDir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-resolve-pg-run-"))
+  fs.writeFileSync(path.join(runDir, "owner"), String(process.pid))
+  watchDirectory(runDir, process.pid)
+  return runDir
+}
+
+/**
  * The Postgres server of this vitest run (see the module comment). `runDir` is the directory the global setup
- * made for the lazily started server; the first caller starts it, the others wait for its URL.
+ * made for the lazily started server; the first caller starts it, the others wait for its URL. The server lives as
+ * long as the run's main process (the test files run in workers that come and go).
  */
 export const ensureServer = async (runDir: string | undefined): Promise<Availability> => {
   const fromEnv = process.env.EFFECT_RESOLVE_PG_URL
@@ -142,7 +180,8 @@ export const ensureServer = async (runDir: string | undefined): Promise<Availabi
   }
   if (starter) {
     try {
-      const server = await startServer({ durable: false })
+      const owner = Number(fs.readFileSync(path.join(runDir, "owner"), "utf8"))
+      const server = await startServer({ durable: false, owner })
       fs.writeFileSync(serverFile + ".tmp", JSON.stringify(server))
       fs.renameSync(serverFile + ".tmp", serverFile)
     } catch (error) {

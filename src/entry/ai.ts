@@ -1,0 +1,27 @@
+/**
+ * The `import` condition of `effect-resolve/ai` (package.json `exports`): `../ai.js`, loaded so that a missing
+ * optional peer fails with one message naming every missing peer and the `npm install` line
+ * (`src/internal/peers.ts`). The types and `require` use `../ai.js` itself; both give the same objects.
+ *
+ * @internal
+ */
+import { loadEntry } from "../internal/peers.js"
+
+const entry = await loadEntry("effect-resolve/ai", () => import("../ai.js"))
+
+export const {
+  AiResolveTool,
+  forcingLevel,
+  isForcingRefusal,
+  isPreviewLabel,
+  MaxTurnsExceeded,
+  ProviderToolChoice,
+  RequeueLimitExceeded,
+  ResolveMetrics,
+  ResolveNotCalled,
+  restoredPreviewText,
+  ScriptedModel,
+  skippedResolveText,
+  skippedText,
+  TurnDriver
+} = entry
