@@ -56,7 +56,7 @@ import { capText, messageOf } from "../internal/render.js"
 import { tooDeepField } from "../internal/untrusted.js"
 import * as ResolveRuntime from "../layers/ResolveRuntime.js"
 import { directiveLabel } from "../services/PendingAction.js"
-import { PendingActions } from "../services/PendingActions.js"
+import { PendingActions, track } from "../services/PendingActions.js"
 import { PendingStore } from "../services/PendingStore.js"
 import { type ModelCapabilities, ResolveConfig, type ResolveConfigShape } from "../services/ResolveConfig.js"
 import { StandingResolveHandler } from "../services/StandingResolveHandler.js"
@@ -595,7 +595,12 @@ const SessionState = Schema.Struct({
   errorStreak: Schema.Array(Schema.Tuple(Schema.String, Schema.Number)),
   refused: Schema.Struct({ named: Schema.Boolean, required: Schema.Boolean }),
   lastChoice: Schema.NullOr(Schema.String),
-  turns: Schema.Number
+  turns: Schema.Number,
+  /**
+   * The pending actions whose preview the conversation holds (a tool result of the turn that staged them); absent
+   * in a state saved before 0.3, where the history's text is searched for their ids instead.
+   */
+  shown: Schema.optional(Schema.Array(Schema.String))
 })
 
 const SessionStateJson = Schema.parseJson(SessionState)
@@ -649,6 +654,8 @@ export const make = (
     const transcript = yield* Ref.make<ReadonlyArray<TurnRecord>>([])
     const turnCount = yield* Ref.make(0)
     const refused = yield* Ref.make<Refused>({ named: false, required: false })
+    // Durable: the pending actions whose preview the conversation holds, saved with it.
+    const shown = yield* Ref.make<ReadonlySet<string>>(new Set())
     // One run at a time per session: a run owns the queue's in-flight slot for each of its turns.
     const lock = yield* Effect.makeSemaphore(1)
 
@@ -656,8 +663,9 @@ export const make = (
     // conversation does not hold.
     const store = pending.durable ? Option.getOrUndefined(yield* Effect.serviceOption(PendingStore)) : undefined
     if (store !== undefined) {
-      const actions = yield* pending.list
+      const actions = yield* pending.listOpen
       const saved = yield* store.loadSession(id)
+      let savedShown: ReadonlySet<string> | undefined
       if (Option.isSome(saved)) {
         const decoded = Schema.decodeUnknownEither(SessionStateJson)(saved.value)
         if (decoded._tag === "Right") {
@@ -686,6 +694,7 @@ export const make = (
           yield* Ref.set(refused, state.refused)
           yield* Ref.set(lastChoice, Option.fromNullable(state.lastChoice))
           yield* Ref.set(turnCount, state.turns)
+          if (state.shown !== undefined) savedShown = new Set(state.shown)
         } else {
           yield* Effect.logError(
             `effect-resolve: the saved state of session ${id} does not decode; the conversation starts afresh ` +
@@ -694,8 +703,13 @@ export const make = (
           )
         }
       }
-      const known = JSON.stringify(Schema.encodeSync(Prompt.Prompt)(yield* Ref.get(history)))
-      const unseen = actions.filter((info) => info.status === "pending" && !known.includes(info.id))
+      // A state saved before 0.3 does not say which previews it showed: its history's text is searched for ids.
+      const shownBefore = savedShown ?? ((text: string) => ({ has: (id: string) => text.includes(id) }))(
+        JSON.stringify(Schema.encodeSync(Prompt.Prompt)(yield* Ref.get(history)))
+      )
+      const open = actions.filter((info) => info.status === "pending" && info.runnable)
+      yield* Ref.set(shown, new Set(open.filter((info) => shownBefore.has(info.id)).map((info) => info.id)))
+      const unseen = open.filter((info) => !shownBefore.has(info.id))
       if (unseen.length > 0) {
         const now = yield* Clock.currentTimeMillis
         yield* Ref.update(carry, (messages) => [
@@ -728,7 +742,8 @@ export const make = (
         errorStreak: entries.filter(([, entry]) => entry.errors > 0).map(([key, entry]) => [key, entry.errors]),
         refused: yield* Ref.get(refused),
         lastChoice: Option.getOrNull(yield* Ref.get(lastChoice)),
-        turns: yield* Ref.get(turnCount)
+        turns: yield* Ref.get(turnCount),
+        shown: [...(yield* Ref.get(shown))]
       }
       const json = yield* Schema.encode(SessionStateJson)(state)
       yield* store.saveSession(id, json)
@@ -897,7 +912,11 @@ export const make = (
           }).pipe(Effect.withSpan("TurnDriver.request", { attributes: { toolChoice: JSON.stringify(choice) } }))
 
         /** Runs one call of the batch, or skips it while a preview is pending. */
-        const runCall = (call: Response.ToolCallPart<string, unknown>, stagedInBatch: Ref.Ref<boolean>) =>
+        const runCall = (
+          call: Response.ToolCallPart<string, unknown>,
+          stagedInBatch: Ref.Ref<boolean>,
+          stagedIds: Array<string>
+        ) =>
           Effect.gen(function*() {
             const tool = call.name === "resolve" ? undefined : appTools[call.name]
             if (call.name !== "resolve") {
@@ -950,22 +969,24 @@ export const make = (
               return yield* Effect.failCause(exit.cause)
             }
             if (yield* previewPending) return record(call, "skipped", true, { skipped: true, message: skippedText })
-            const before = yield* pending.staged
             // User-defined tools were sent permissive: the call holds the model's raw (encoded) arguments. A
             // provider-defined tool's arguments were decoded by `@effect/ai`: encode them back for the handler.
             const params = Tool.isUserDefined(tool) ? call.params : yield* Effect.orElseSucceed(
               Schema.encodeUnknown(tool.parametersSchema as Schema.Schema<unknown, unknown>)(call.params),
               () => call.params
             )
-            const outcome = yield* appToolkit!.handle(call.name, params).pipe(
+            const [outcome, staged] = yield* appToolkit!.handle(call.name, params).pipe(
               Effect.map((result) => record(call, "executed", result.isFailure, result.encodedResult)),
               Effect.catchAll((error) => Effect.succeed(record(call, "executed", true, toFailure(error)))),
               Effect.provideService(ResolveConfig, effective),
-              Effect.provide(runtime)
+              Effect.provide(runtime),
+              track
             )
-            const staged = (yield* pending.staged) - before
-            for (let i = 0; i < staged; i++) yield* ResolveMetrics.recordPreview(counters, "staged")
-            if (staged > 0) yield* Ref.set(stagedInBatch, true)
+            for (const handle of staged) {
+              stagedIds.push(handle.id)
+              yield* ResolveMetrics.recordPreview(counters, "staged")
+            }
+            if (staged.length > 0) yield* Ref.set(stagedInBatch, true)
             return outcome
           }).pipe(Effect.withSpan("TurnDriver.toolCall", { attributes: { tool: call.name } }))
 
@@ -975,10 +996,15 @@ export const make = (
               // A durable session reads its actions again first (one round trip): another process (an approval
               // inbox, a second worker) may have resolved one, and the queue must not force resolve for it.
               if (pending.durable) {
-                yield* Effect.catchAllCause(
-                  pending.refresh,
-                  (cause) => Effect.logWarning("effect-resolve: could not read the pending set again", cause)
-                )
+                yield* Effect.matchCauseEffect(pending.listOpen, {
+                  onFailure: (cause) =>
+                    Effect.logWarning("effect-resolve: could not read the pending set again", cause),
+                  // The previews shown that are no longer pending are forgotten: `shown` stays as small as the set.
+                  onSuccess: (open) => {
+                    const pendingIds = new Set(open.filter((i) => i.status === "pending").map((i) => i.id))
+                    return Ref.update(shown, (ids) => new Set([...ids].filter((id) => pendingIds.has(id))))
+                  }
+                })
               }
               const index = yield* Ref.updateAndGet(turnCount, (n) => n + 1)
               const served = yield* queue.nextToolChoice
@@ -1151,10 +1177,14 @@ export const make = (
               >
               const records = yield* Ref.make<ReadonlyArray<ToolCallRecord>>([])
               const stagedInBatch = yield* Ref.make(false)
+              const stagedIds: Array<string> = []
               const executed = yield* Effect.exit(restore(Effect.forEach(
                 calls,
                 (call) =>
-                  Effect.flatMap(runCall(call, stagedInBatch), (r) => Ref.update(records, (all) => [...all, r])),
+                  Effect.flatMap(
+                    runCall(call, stagedInBatch, stagedIds),
+                    (r) => Ref.update(records, (all) => [...all, r])
+                  ),
                 { discard: true }
               )))
               const done = yield* Ref.get(records)
@@ -1180,6 +1210,10 @@ export const make = (
                       )
                     })])
                   ))
+                // Their tool results now show these previews: a resumed session does not show them again.
+                if (pending.durable && stagedIds.length > 0) {
+                  yield* Ref.update(shown, (ids) => new Set([...ids, ...stagedIds]))
+                }
               }
               const saved: TurnRecord = {
                 ...base(),

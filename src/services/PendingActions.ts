@@ -43,6 +43,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
+import { globalValue } from "effect/GlobalValue"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
@@ -205,6 +206,12 @@ export declare namespace PendingActions {
     readonly clear: (id: string) => Effect.Effect<boolean, PendingStoreError>
     /** Durable: reads the session's records again (another process may have resolved one). In memory: nothing. */
     readonly refresh: Effect.Effect<void, PendingStoreError>
+    /**
+     * The actions not yet settled (pending, resolving, orphaned, conflict, unreadable), most recent first. Durable:
+     * the session's records are read again first (as `refresh`, one round trip whose cost follows what is open, not
+     * the session's history).
+     */
+    readonly listOpen: Effect.Effect<ReadonlyArray<PendingActionInfo>, PendingStoreError>
   }
 }
 
@@ -700,11 +707,13 @@ export const make = (
     const commitStage = (
       entry: Entry,
       payload: unknown,
-      context: Context.Context<unknown>
+      context: Context.Context<unknown>,
+      tracker: Array<PendingActionHandle> | undefined
     ): Effect.Effect<PendingActionHandle, PendingStoreError> => {
       const soft = Context.get(context as Context.Context<never>, ResolveConfig).enforcement === "soft"
       const publishAll = (): Effect.Effect<PendingActionHandle> => {
         register(entry)
+        tracker?.push(handleOf(entry))
         if (entry.standing) return Effect.succeed(handleOf(entry))
         return Effect.flatMap(
           pushDirective(entry, soft),
@@ -723,7 +732,7 @@ export const make = (
         const context = fiber.getFiberRef(FiberRef.currentContext) as Context.Context<unknown>
         const entry = newEntry(spec, ActionKind.closureKind, spec.preview, spec.expiresIn, false)
         entry.runner = { callbacks: spec as Invocation.Callbacks<unknown, unknown>, context }
-        return commitStage(entry, null, context)
+        return commitStage(entry, null, context, fiber.getFiberRef(currentTracker))
       })
 
     const kindRunner = <P>(
@@ -759,11 +768,12 @@ export const make = (
         const context = fiber.getFiberRef(FiberRef.currentContext) as Context.Context<unknown>
         const entry = newEntry(info, kind.name, info.preview, info.expiresIn, kind.standing === true)
         entry.runner = kindRunner(kind, payload, entry, context)
-        if (store === undefined) return commitStage(entry, null, context)
+        const tracker = fiber.getFiberRef(currentTracker)
+        if (store === undefined) return commitStage(entry, null, context, tracker)
         // The payload is stored encoded; a payload its own Schema cannot encode is a bug of the producer.
         return Effect.flatMap(
           Effect.orDie(Schema.encode(kind.payload as Schema.Schema<P, I>)(payload)),
-          (encoded) => commitStage(entry, encoded, context)
+          (encoded) => commitStage(entry, encoded, context, tracker)
         )
       })
 
@@ -1281,6 +1291,20 @@ export const make = (
           return entry === undefined ? recordInfo(record) : infoNow(entry)
         }))).pipe(Effect.tap(() => payOwed))
 
+    const openNow = (): ReadonlyArray<PendingActionInfo> => {
+      const open: Array<PendingActionInfo> = []
+      for (const entry of entries.values()) {
+        expireDue(entry)
+        if (!isTerminal(entry.status)) open.push(infoOf(entry))
+      }
+      return open.reverse()
+    }
+
+    const listOpen: Effect.Effect<ReadonlyArray<PendingActionInfo>, PendingStoreError> = Effect.zipRight(
+      refresh,
+      Effect.suspend(() => Effect.as(payOwed, openNow()))
+    )
+
     // In memory: the kept actions, by staging order (`m<n>` cursors). Durable: a page of the store.
     const listPage = (
       options: PendingStore.PageOptions
@@ -1364,8 +1388,30 @@ export const make = (
       changes: Stream.unwrapScoped(subscribe),
       subscribe,
       clear,
-      refresh
+      refresh,
+      listOpen
     })
+  })
+
+/** The handles of actions staged by the current fiber (and those it forks), while `track` runs it. */
+const currentTracker: FiberRef.FiberRef<Array<PendingActionHandle> | undefined> = globalValue(
+  Symbol.for("effect-resolve/PendingActions/currentTracker"),
+  () => FiberRef.unsafeMake<Array<PendingActionHandle> | undefined>(undefined, { fork: (tracker) => tracker })
+)
+
+/**
+ * Runs `effect` and returns, besides its value, the handles of the actions it staged (in any session), in staging
+ * order: the turn driver learns this way which previews a tool call staged.
+ *
+ * @since 0.3.0
+ * @category combinators
+ */
+export const track = <A, E, R>(
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<readonly [A, ReadonlyArray<PendingActionHandle>], E, R> =>
+  Effect.suspend(() => {
+    const staged: Array<PendingActionHandle> = []
+    return Effect.map(Effect.locally(effect, currentTracker, staged), (a) => [a, staged] as const)
   })
 
 const drop = Effect.succeed<RejectDecision>("drop")

@@ -59,6 +59,15 @@ const handlers = Tools.toLayer({
     )
 })
 
+// An app tool whose result does not quote the action's id.
+const quietHandlers = Tools.toLayer({
+  edit: ({ file, text }) =>
+    Effect.as(
+      stageKind(Write, { file, text }, { label: `Edit: ${file}`, sourceToolName: "edit", preview: `${file}: ${text}` }),
+      "Preview ready."
+    )
+})
+
 const { dir, cleanup } = tempDir()
 afterAll(cleanup)
 let files = 0
@@ -68,14 +77,15 @@ const openSession = (
   store: Layer.Layer<PendingStore, unknown>,
   disk: Ref.Ref<Record<string, string>>,
   script: ScriptedModel.Script,
-  enforcement: "force" | "soft" = "force"
+  enforcement: "force" | "soft" = "force",
+  toolHandlers: typeof handlers = handlers
 ) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     const runtime = ResolveRuntime.durable({ session: "agent-1", store, kinds: [Write] })
     const layer = Layer.mergeAll(
       TurnDriver.layerOn({ system: "You edit files." }),
-      handlers,
+      toolHandlers,
       ScriptedModel.layer(script)
     ).pipe(
       Layer.provideMerge(runtime),
@@ -150,6 +160,37 @@ for (const enforcement of ["force", "soft"] as const) {
 }
 
 describe("a durable agent session", () => {
+  it.live("a tool result that does not quote the id: the resumed session sends exactly the first process's request", () =>
+    Effect.gen(function*() {
+      const referenceDisk = yield* Ref.make<Record<string, string>>({})
+      const reference = yield* openSession(
+        Layer.succeed(PendingStore, makeMemory()),
+        referenceDisk,
+        [stageTurn, resolveTurn, "Done."],
+        "force",
+        quietHandlers
+      )
+      yield* reference.run(drive("Say hello in a.ts"))
+      const expected = yield* reference.run(ScriptedModel.requests)
+      yield* reference.close
+
+      const store = SqliteStore.layer({ filename: path.join(dir, `agent-${++files}.db`) })
+      const disk = yield* Ref.make<Record<string, string>>({})
+      const first = yield* openSession(store, disk, [stageTurn], "force", quietHandlers)
+      yield* first.run(drive("Say hello in a.ts", 1))
+      yield* first.close
+      const second = yield* openSession(store, disk, [resolveTurn, "Done."], "force", quietHandlers)
+      yield* second.run(drive("Continue."))
+      const [next] = yield* second.run(ScriptedModel.requests)
+      // No "staged before a restart" reminder: the saved session says the conversation showed this preview.
+      deepStrictEqual(
+        { ...shape(next!), userTexts: next!.userTexts.filter((t) => t !== "Continue.") },
+        shape(expected[1]!)
+      )
+      deepStrictEqual(yield* Ref.get(disk), { "a.ts": "hello" })
+      yield* second.close
+    }))
+
   it.live("a preview staged in a turn the process did not live to save is shown to the model again", () =>
     Effect.gen(function*() {
       // The store forgets every save: as if the process died before the end of the turn that staged the preview.

@@ -209,13 +209,16 @@ const suite = (makeTarget: () => Promise<Target>) => {
     async (where, workers) => {
       const a = await start(where, { kinds: ["slow"], leaseMs: 600 })
       workers.push(a)
-      const id = (await a.ask({ op: "kind", kind: "slow", text: "s4", ms: 5_000 })).id
+      const gate = `${where.log}.gate`
+      const id = (await a.ask({ op: "kind", kind: "slow", text: "s4", gate })).id
       const applying = a.ask({ op: "resolve", id, action: "apply" })
+      // Well past the claim's first lease (600 ms): only renewals keep it.
       await sleep(1_500)
       // B registers the kind and could recover the action: it must see it resolving and leave it.
       const b = await start(where, { kinds: ["slow"], leaseMs: 600 })
       workers.push(b)
       deepStrictEqual(statuses(await b.ask({ op: "list" })), new Map([[id, ["resolving", true]]]))
+      fs.writeFileSync(gate, "")
       strictEqual((await applying).text, "slow s4")
       deepStrictEqual(statuses(await b.ask({ op: "list" })), new Map([[id, ["applied", false]]]))
       deepStrictEqual(logLines(where), [`s4 ${a.pid}`])

@@ -3,11 +3,11 @@
  * `node --import tsx test/support/sessionWorker.ts <sqlite|postgres> <file|url> <session> <kinds> <leaseMs> <log>`.
  *
  * `kinds` is a comma-separated list of the kinds it registers (`note`, `slow`, or `-` for none). `note` appends
- * `<text> <pid>` to the file `log`; `slow` does the same after `ms` milliseconds of work (its apply is one long
- * commit). It prints `{"ready":true,"pid":...}` once the session is open, then answers every line of stdin (a JSON
+ * `<text> <pid>` to the file `log`; `slow` does the same once the file `gate` exists (its apply runs until the
+ * test opens the gate). It prints `{"ready":true,"pid":...}` once the session is open, then answers every line of stdin (a JSON
  * command with a `tag`) with one JSON line carrying the same `tag`. Commands run concurrently:
  * - `{"op":"closure","text":t}` stages a closure that appends `t` to `log`; answers `{"id":...}`;
- * - `{"op":"kind","kind":"note"|"slow","text":t,"ms"?:n}` stages an action of that kind; answers `{"id":...}`;
+ * - `{"op":"kind","kind":"note"|"slow","text":t,"gate"?:path}` stages an action of that kind; answers `{"id":...}`;
  * - `{"op":"list"}` answers `{"actions":[[id,status,runnable],...]}`;
  * - `{"op":"resolve","id":id,"action":"apply"|"discard"}` answers `{"text":...}` or `{"error":tag,"status"?:s}`;
  * - `{"op":"close"}` closes the session (its lease is released) and exits.
@@ -39,11 +39,14 @@ const Note = ActionKind.make({
   apply: ({ text }) => Effect.as(append(text), ToolResult.text(`noted ${text}`))
 })
 
-// A long apply: it blocks the event loop's timers only as much as a real write would (it sleeps).
+// A long apply: it waits (without blocking the event loop) until the test creates the gate file.
+const waitFor = (gate: string): Effect.Effect<void> =>
+  Effect.suspend(() => fs.existsSync(gate) ? Effect.void : Effect.zipRight(Effect.sleep(50), waitFor(gate)))
+
 const Slow = ActionKind.make({
   name: "slow",
-  payload: Schema.Struct({ text: Schema.String, ms: Schema.Number }),
-  apply: ({ ms, text }) => Effect.as(Effect.zipRight(Effect.sleep(ms), append(text)), ToolResult.text(`slow ${text}`)),
+  payload: Schema.Struct({ text: Schema.String, gate: Schema.String }),
+  apply: ({ gate, text }) => Effect.as(Effect.zipRight(waitFor(gate), append(text)), ToolResult.text(`slow ${text}`)),
   recover: ({ text }) =>
     Effect.sync(() =>
       fs.existsSync(log) && fs.readFileSync(log, "utf8").split("\n").some((line) => line.startsWith(`${text} `)) ?
@@ -80,7 +83,7 @@ const handle = async (command: any): Promise<unknown> => {
     }
     case "kind": {
       const exit = command.kind === "slow" ?
-        await run(stageKind(Slow, { text: command.text, ms: command.ms ?? 0 }, {
+        await run(stageKind(Slow, { text: command.text, gate: command.gate ?? "" }, {
           label: `Slow: ${command.text}`,
           sourceToolName: "slow"
         })) :
