@@ -46,8 +46,10 @@ export {
   type PendingActionInfo,
   PendingActions,
   queueResolveHandler,
+  type Retention,
   type StageInfo,
-  stageKind
+  stageKind,
+  track
 } from "./services/PendingActions.js"
 /** @since 0.2.0 */
 export * as ActionKind from "./services/ActionKind.js"
