@@ -10,6 +10,9 @@
  *   4 MiB and 100 edits).
  * Floors: plain `fs.promises.readFile` of the same files, one after the other (previews), and plain
  * `writeFile(temp)` + `rename` of the same new bytes, one after the other (applies).
+ *
+ * Run alone, these rows only: `npm run build && npx tsx bench/edit.ts` (`BENCH_QUICK=1`: a smoke run, as in
+ * bench/index.ts).
  */
 import { NodeContext } from "@effect/platform-node"
 import * as Effect from "effect/Effect"
@@ -21,10 +24,10 @@ import * as NFS from "node:fs/promises"
 import * as OS from "node:os"
 import * as NPath from "node:path"
 import { performance } from "node:perf_hooks"
-import { fileURLToPath } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { FileEditPreview } from "../dist/edit.js"
 import { ResolveRuntime, ResolveTool, ToolChoiceQueue } from "../dist/index.js"
-import { median, ratio, type Row } from "./harness.js"
+import { median, printTable, ratio, type Row } from "./harness.js"
 
 const ms = (value: number): string => `${value < 10 ? value.toFixed(2) : value.toFixed(1)} ms`
 const kib = (bytes: number): string =>
@@ -314,4 +317,19 @@ export const editFigures = async (
     FS.rmSync(dir, { recursive: true, force: true })
   }
   return { rows, missed }
+}
+
+// Run alone (`npx tsx bench/edit.ts`): the edit rows only, with bench/index.ts's repeats.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const quick = process.env.BENCH_QUICK !== undefined && process.env.BENCH_QUICK !== ""
+  const started = Date.now()
+  const { missed, rows } = await editFigures({ quick, repeats: quick ? 3 : 15 })
+  console.log(`\neffect-resolve edit benchmarks (node ${process.version})\n`)
+  printTable(rows)
+  const outcome = quick ?
+    "BENCH_QUICK: a smoke run; no target judged." :
+    missed.length === 0 ?
+    "All targets met." :
+    `Targets missed: ${missed.join(", ")}.`
+  console.log(`\n${outcome} Total ${((Date.now() - started) / 1000).toFixed(0)} s.`)
 }
