@@ -46,6 +46,7 @@ import { isAscii, isUtf8 } from "node:buffer"
 import { createHash } from "node:crypto"
 import * as FS from "node:fs"
 import * as NFS from "node:fs/promises"
+import * as NPath from "node:path"
 import { type PendingStoreError, ToolError } from "../domain/Errors.js"
 import * as ToolResult from "../domain/ToolResult.js"
 import { loneSurrogate, show, tooDeepField, valueAt } from "../internal/untrusted.js"
@@ -750,23 +751,78 @@ interface Opened {
 const fsCall = <A>(call: (callback: (error: NodeJS.ErrnoException | null, value: A) => void) => void): Promise<A> =>
   new Promise((resolve, reject) => call((error, value) => error === null ? resolve(value) : reject(error)))
 
+/** Where a path of a preview leads: its file, opened; or why not. */
+type Located =
+  | { readonly _tag: "Opened"; readonly real: string; readonly opened: Opened }
+  /** `realpath` failed. */
+  | { readonly _tag: "Unresolved"; readonly failure: SystemFailure }
+  /** The real path is outside the workspace. */
+  | { readonly _tag: "Outside" }
+
 /**
  * The files one preview opens, on the machine's file system like `realPathOf` (with the callback API of `node:fs`,
- * cheaper per call than its `FileHandle`s). Each is opened and `fstat`ed before the checks, then read from its
- * descriptor: the stat and the read share one open (one system call fewer per file than `stat` and `readFile`) and
- * see the same file. A file is closed once read; whatever is still open when the preview ends (it failed, or was
- * interrupted) is closed by `end`, and a file whose open completes after that is closed at once. Each descriptor is
- * closed once (its number may name another file afterwards). A preview holds at most `maxFiles` files open.
+ * cheaper per call than its `FileHandle`s). Each path is resolved (`locate`), confined to the workspace, then opened
+ * and `fstat`ed before the checks, then read from its descriptor: the stat and the read share one open (one system
+ * call fewer per file than `stat` and `readFile`) and see the same file. A file is closed once read; whatever is
+ * still open when the preview ends (it failed, or was interrupted) is closed by `end`, and a file whose open
+ * completes after that is closed at once. Each descriptor is closed once (its number may name another file
+ * afterwards). A preview holds at most `maxFiles` files open.
  */
 class PreviewFiles {
   private readonly fds = new Set<number>()
   private ended = false
+  /** The real paths of the directories resolved so far (`undefined`: `realpath` failed). */
+  private readonly realDirectories = new Map<string, Promise<string | undefined>>()
+
+  /** `isInside`: whether a real path is inside the workspace. */
+  constructor(private readonly isInside: (real: string) => boolean) {}
+
+  /**
+   * Where `lexical` leads (its real path, as `realpath` gives it), and the file there, opened: by its directory when
+   * `openInDirectory` can, else by the `realpath` of the whole path, confined to the workspace before it is opened.
+   */
+  async locate(lexical: string): Promise<Located> {
+    const inDirectory = await this.openInDirectory(lexical)
+    if (inDirectory !== undefined) return inDirectory
+    let real: string
+    try {
+      real = await NFS.realpath(lexical)
+    } catch (error) {
+      return { _tag: "Unresolved", failure: systemFailure(error) }
+    }
+    if (!this.isInside(real)) return { _tag: "Outside" }
+    return { _tag: "Opened", real, opened: await this.open(real) }
+  }
+
+  /**
+   * One `realpath` per directory rather than per file, on Linux: there, the real path of a file whose name is not a
+   * symlink is its directory's real path joined with its name, which is what `realpath` gives for it. The name is
+   * opened with `O_NOFOLLOW` (which refuses a symlink), once the joined path is known to be inside the workspace.
+   * Anything else (a symlink, a missing file, a path leading outside, another platform, where `realpath` may rewrite
+   * the name itself: macOS gives its case on disk) is `undefined`, for `locate` to resolve the whole path.
+   */
+  private async openInDirectory(lexical: string): Promise<Located | undefined> {
+    if (process.platform !== "linux") return undefined
+    const directory = NPath.dirname(lexical)
+    let realDirectory = this.realDirectories.get(directory)
+    if (realDirectory === undefined) {
+      realDirectory = NFS.realpath(directory).catch(() => undefined)
+      this.realDirectories.set(directory, realDirectory)
+    }
+    const realDirectoryPath = await realDirectory
+    if (realDirectoryPath === undefined) return undefined
+    const real = NPath.join(realDirectoryPath, NPath.basename(lexical))
+    if (!this.isInside(real)) return undefined
+    const flags = FS.constants.O_RDONLY | FS.constants.O_NONBLOCK | FS.constants.O_NOFOLLOW
+    const fd = await fsCall<number>((callback) => FS.open(real, flags, callback)).catch(() => undefined)
+    return fd === undefined ? undefined : { _tag: "Opened", real, opened: await this.opened(fd) }
+  }
 
   /**
    * Opens `real` and `fstat`s it. `O_NONBLOCK`: opening a FIFO does not wait for a writer (it is refused unread,
    * as not a regular file; a regular file reads the same).
    */
-  async open(real: string): Promise<Opened> {
+  private async open(real: string): Promise<Opened> {
     let fd: number
     try {
       fd = await fsCall<number>((callback) => FS.open(real, FS.constants.O_RDONLY | FS.constants.O_NONBLOCK, callback))
@@ -774,6 +830,11 @@ class PreviewFiles {
       const stats = await fsCall<FS.Stats>((callback) => FS.stat(real, callback))
       return { stat: fileStatOf(stats), fd: Either.left(error) }
     }
+    return this.opened(fd)
+  }
+
+  /** Keeps `fd` for `end`, and `fstat`s it. */
+  private async opened(fd: number): Promise<Opened> {
     this.fds.add(fd)
     if (this.ended) {
       await this.close(fd)
@@ -1183,6 +1244,7 @@ export const preview: (
     return relative === "" || (relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative))
   }
 
+  const files = new PreviewFiles((real) => inside(realRoot, real))
   const locate = (input: string) =>
     Effect.gen(function*() {
       const absolute = path.isAbsolute(input) ? path.resolve(input) : path.resolve(realRoot, input)
@@ -1192,30 +1254,29 @@ export const preview: (
         path.join(realRoot, path.relative(givenRoot, absolute)) :
         undefined
       if (lexical === undefined) return yield* new EditPathOutsideWorkspace({ path: input, viaSymlink: false })
-      const real = yield* Effect.mapError(realPathOf(lexical), (error) =>
-        error.code === "ENOENT" ?
-          new EditFileMissing({ path: input }) :
-          new EditFileUnreadable({ path: input, problem: error.message }))
-      if (!inside(realRoot, real)) return yield* new EditPathOutsideWorkspace({ path: input, viaSymlink: true })
-      return { lexical, real }
+      const located = yield* Effect.tryPromise({
+        try: () => files.locate(lexical),
+        catch: (error) => new EditFileUnreadable({ path: input, problem: systemFailure(error).message })
+      })
+      switch (located._tag) {
+        case "Unresolved":
+          return yield* located.failure.code === "ENOENT" ?
+            new EditFileMissing({ path: input }) :
+            new EditFileUnreadable({ path: input, problem: located.failure.message })
+        case "Outside":
+          return yield* new EditPathOutsideWorkspace({ path: input, viaSymlink: true })
+        case "Opened":
+          return { lexical, real: located.real, opened: located.opened }
+      }
     })
 
   // Every path resolved, opened and stat-ed on its handle at once; then, in the order of the files, the checks that
   // name the first bad one; then every read, from the handles, at once; then, in order, the edits and the diffs.
-  const files = new PreviewFiles()
   const { contents, places } = yield* Effect.ensuring(
     Effect.gen(function*() {
       const located = yield* Effect.forEach(
         params.files,
-        (file) =>
-          Effect.either(Effect.flatMap(locate(file.path), ({ lexical, real }) =>
-            Effect.map(
-              Effect.tryPromise({
-                try: () => files.open(real),
-                catch: (error) => new EditFileUnreadable({ path: file.path, problem: systemFailure(error).message })
-              }),
-              (opened) => ({ lexical, real, opened })
-            ))),
+        (file) => Effect.either(locate(file.path)),
         { concurrency: concurrencyFor(params.files.length) }
       )
       const seen = new Map<string, number>()
