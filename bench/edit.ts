@@ -12,7 +12,7 @@
  * `writeFile(temp)` + `rename` of the same new bytes, one after the other (applies).
  *
  * Run alone, these rows only: `npm run build && npx tsx bench/edit.ts` (`BENCH_QUICK=1`: a smoke run, as in
- * bench/index.ts).
+ * bench/index.ts; `BENCH_SAMPLES=1`: the samples of each preview row too).
  */
 import { NodeContext } from "@effect/platform-node"
 import * as Effect from "effect/Effect"
@@ -89,7 +89,21 @@ const restore = (paths: ReadonlyArray<string>, contents: ReadonlyArray<Uint8Arra
   for (let i = 0; i < paths.length; i++) FS.writeFileSync(paths[i]!, contents[i]!)
 }
 
-/** Median preview and read-floor times, interleaved, `repeats` times after one warm-up. */
+/**
+ * Warm-up rounds of each preview figure. The first previews of a call run code not yet optimised (the concurrent
+ * path of a call with more than 4 files, which the one-file rows never take): in one run of the 35-file rename, its
+ * first 20 previews took about twice as long as the next 40, while the reads' code is warm from the first round.
+ */
+const previewWarmups = 10
+
+// `BENCH_SAMPLES=1`: every preview row also prints its samples (the floor's spread shows there).
+const showSamples = process.env.BENCH_SAMPLES !== undefined && process.env.BENCH_SAMPLES !== ""
+
+/**
+ * Median preview and read-floor times, interleaved, `repeats` times after `previewWarmups` rounds. The order
+ * alternates from one round to the next, so that neither always runs right after the other (after its garbage, or
+ * its reads of the same files).
+ */
 const previewFigures = async (
   root: string,
   paths: ReadonlyArray<string>,
@@ -100,13 +114,24 @@ const previewFigures = async (
   const session = sessionFor(root, limits)
   const previews: Array<number> = []
   const reads: Array<number> = []
-  await timeReads(paths)
-  await timePreview(session, input)
+  for (let w = 0; w < previewWarmups; w++) {
+    await timeReads(paths)
+    await timePreview(session, input)
+  }
   for (let r = 0; r < repeats; r++) {
-    reads.push(await timeReads(paths))
-    previews.push(await timePreview(session, input))
+    if (r % 2 === 0) {
+      reads.push(await timeReads(paths))
+      previews.push(await timePreview(session, input))
+    } else {
+      previews.push(await timePreview(session, input))
+      reads.push(await timeReads(paths))
+    }
   }
   await session.dispose()
+  if (showSamples) {
+    const list = (samples: ReadonlyArray<number>) => samples.map((t) => t.toFixed(1)).join(" ")
+    console.log(`samples, ${paths.length} file(s), ms: reads ${list(reads)}; previews ${list(previews)}`)
+  }
   return { preview: median(previews), read: median(reads) }
 }
 
