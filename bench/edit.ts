@@ -10,6 +10,9 @@
  *   4 MiB and 100 edits).
  * Floors: plain `fs.promises.readFile` of the same files, one after the other (previews), and plain
  * `writeFile(temp)` + `rename` of the same new bytes, one after the other (applies).
+ *
+ * Run alone, these rows only: `npm run build && npx tsx bench/edit.ts` (`BENCH_QUICK=1`: a smoke run, as in
+ * bench/index.ts; `BENCH_SAMPLES=1`: the samples of each preview row too).
  */
 import { NodeContext } from "@effect/platform-node"
 import * as Effect from "effect/Effect"
@@ -21,10 +24,10 @@ import * as NFS from "node:fs/promises"
 import * as OS from "node:os"
 import * as NPath from "node:path"
 import { performance } from "node:perf_hooks"
-import { fileURLToPath } from "node:url"
+import { fileURLToPath, pathToFileURL } from "node:url"
 import { FileEditPreview } from "../dist/edit.js"
 import { ResolveRuntime, ResolveTool, ToolChoiceQueue } from "../dist/index.js"
-import { median, ratio, type Row } from "./harness.js"
+import { median, printTable, ratio, type Row } from "./harness.js"
 
 const ms = (value: number): string => `${value < 10 ? value.toFixed(2) : value.toFixed(1)} ms`
 const kib = (bytes: number): string =>
@@ -86,7 +89,21 @@ const restore = (paths: ReadonlyArray<string>, contents: ReadonlyArray<Uint8Arra
   for (let i = 0; i < paths.length; i++) FS.writeFileSync(paths[i]!, contents[i]!)
 }
 
-/** Median preview and read-floor times, interleaved, `repeats` times after one warm-up. */
+/**
+ * Warm-up rounds of each preview figure. The first previews of a call run code not yet optimised (the concurrent
+ * path of a call with more than 4 files, which the one-file rows never take): in one run of the 35-file rename, its
+ * first 20 previews took about twice as long as the next 40, while the reads' code is warm from the first round.
+ */
+const previewWarmups = 10
+
+// `BENCH_SAMPLES=1`: every preview row also prints its samples (the floor's spread shows there).
+const showSamples = process.env.BENCH_SAMPLES !== undefined && process.env.BENCH_SAMPLES !== ""
+
+/**
+ * Median preview and read-floor times, interleaved, `repeats` times after `previewWarmups` rounds. The order
+ * alternates from one round to the next, so that neither always runs right after the other (after its garbage, or
+ * its reads of the same files).
+ */
 const previewFigures = async (
   root: string,
   paths: ReadonlyArray<string>,
@@ -97,13 +114,24 @@ const previewFigures = async (
   const session = sessionFor(root, limits)
   const previews: Array<number> = []
   const reads: Array<number> = []
-  await timeReads(paths)
-  await timePreview(session, input)
+  for (let w = 0; w < previewWarmups; w++) {
+    await timeReads(paths)
+    await timePreview(session, input)
+  }
   for (let r = 0; r < repeats; r++) {
-    reads.push(await timeReads(paths))
-    previews.push(await timePreview(session, input))
+    if (r % 2 === 0) {
+      reads.push(await timeReads(paths))
+      previews.push(await timePreview(session, input))
+    } else {
+      previews.push(await timePreview(session, input))
+      reads.push(await timeReads(paths))
+    }
   }
   await session.dispose()
+  if (showSamples) {
+    const list = (samples: ReadonlyArray<number>) => samples.map((t) => t.toFixed(1)).join(" ")
+    console.log(`samples, ${paths.length} file(s), ms: reads ${list(reads)}; previews ${list(previews)}`)
+  }
   return { preview: median(previews), read: median(reads) }
 }
 
@@ -318,4 +346,19 @@ export const editFigures = async (
     FS.rmSync(dir, { recursive: true, force: true })
   }
   return { rows, missed }
+}
+
+// Run alone (`npx tsx bench/edit.ts`): the edit rows only, with bench/index.ts's repeats.
+if (process.argv[1] !== undefined && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const quick = process.env.BENCH_QUICK !== undefined && process.env.BENCH_QUICK !== ""
+  const started = Date.now()
+  const { missed, rows } = await editFigures({ quick, repeats: quick ? 3 : 15 })
+  console.log(`\neffect-resolve edit benchmarks (node ${process.version})\n`)
+  printTable(rows)
+  const outcome = quick ?
+    "BENCH_QUICK: a smoke run; no target judged." :
+    missed.length === 0 ?
+    "All targets met." :
+    `Targets missed: ${missed.join(", ")}.`
+  console.log(`\n${outcome} Total ${((Date.now() - started) / 1000).toFixed(0)} s.`)
 }

@@ -35,6 +35,7 @@ import * as Context from "effect/Context"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import type * as JSONSchema from "effect/JSONSchema"
 import * as Layer from "effect/Layer"
@@ -43,7 +44,9 @@ import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
 import { isAscii, isUtf8 } from "node:buffer"
 import { createHash } from "node:crypto"
+import * as FS from "node:fs"
 import * as NFS from "node:fs/promises"
+import * as NPath from "node:path"
 import { type PendingStoreError, ToolError } from "../domain/Errors.js"
 import * as ToolResult from "../domain/ToolResult.js"
 import { count } from "../internal/plural.js"
@@ -690,18 +693,193 @@ const movedNote = "(its path now leads elsewhere: a directory on the way was mov
  * `FileSystem` service uses, makes one `lstat` round trip per path component). Like the lock files, it works on the
  * machine's file system, not through the `FileSystem` service.
  */
-const realPathOf = (
-  path: string
-): Effect.Effect<string, { readonly code: string | undefined; readonly message: string }> =>
-  Effect.tryPromise({
-    try: () => NFS.realpath(path),
-    catch: (error) => ({
-      code: error !== null && typeof error === "object" && "code" in error && typeof error.code === "string" ?
-        error.code :
-        undefined,
-      message: error instanceof Error ? error.message : String(error)
-    })
-  })
+const realPathOf = (path: string): Effect.Effect<string, SystemFailure> =>
+  Effect.tryPromise({ try: () => NFS.realpath(path), catch: systemFailure })
+
+/** Why a system call failed: its code (`ENOENT`, ...) when it has one, and its message. */
+interface SystemFailure {
+  readonly code: string | undefined
+  readonly message: string
+}
+
+const systemFailure = (error: unknown): SystemFailure => ({
+  code: error !== null && typeof error === "object" && "code" in error && typeof error.code === "string" ?
+    error.code :
+    undefined,
+  message: error instanceof Error ? error.message : String(error)
+})
+
+/** What a preview checks of a file before reading it. */
+interface FileStat {
+  /** As the `FileSystem` service names it. */
+  readonly type: FileSystem.File.Type
+  /** Device and inode: two names of one file (hard links) have the same. */
+  readonly inode: string
+  readonly size: number
+}
+
+const fileStatOf = (stats: FS.Stats): FileStat => ({
+  type: stats.isFile() ?
+    "File" :
+    stats.isDirectory() ?
+    "Directory" :
+    stats.isSymbolicLink() ?
+    "SymbolicLink" :
+    stats.isBlockDevice() ?
+    "BlockDevice" :
+    stats.isCharacterDevice() ?
+    "CharacterDevice" :
+    stats.isFIFO() ?
+    "FIFO" :
+    stats.isSocket() ?
+    "Socket" :
+    "Unknown",
+  inode: `${stats.dev}:${stats.ino}`,
+  size: stats.size
+})
+
+/**
+ * A file of a preview, opened: what `fstat` says of it, and its descriptor. A file that cannot be opened (a socket, a
+ * file without read permission) is described by `stat` instead, and why it could not be opened is its read's
+ * failure, so that every file's checks still come before any read's failure.
+ */
+interface Opened {
+  readonly stat: FileStat
+  /** The open file's descriptor, or the open's error. */
+  readonly fd: Either.Either<number, unknown>
+}
+
+/** A callback of `node:fs` as a promise. */
+const fsCall = <A>(call: (callback: (error: NodeJS.ErrnoException | null, value: A) => void) => void): Promise<A> =>
+  new Promise((resolve, reject) => call((error, value) => error === null ? resolve(value) : reject(error)))
+
+/** Where a path of a preview leads: its file, opened; or why not. */
+type Located =
+  | { readonly _tag: "Opened"; readonly real: string; readonly opened: Opened }
+  /** `realpath` failed. */
+  | { readonly _tag: "Unresolved"; readonly failure: SystemFailure }
+  /** The real path is outside the workspace. */
+  | { readonly _tag: "Outside" }
+
+/**
+ * The files one preview opens, on the machine's file system like `realPathOf` (with the callback API of `node:fs`,
+ * cheaper per call than its `FileHandle`s). Each path is resolved (`locate`), confined to the workspace, then opened
+ * and `fstat`ed before the checks, then read from its descriptor: the stat and the read share one open (one system
+ * call fewer per file than `stat` and `readFile`) and see the same file. A file is closed once read; whatever is
+ * still open when the preview ends (it failed, or was interrupted) is closed by `end`, and a file whose open
+ * completes after that is closed at once. Each descriptor is closed once (its number may name another file
+ * afterwards). A preview holds at most `maxFiles` files open.
+ */
+class PreviewFiles {
+  private readonly fds = new Set<number>()
+  private ended = false
+  /** The real paths of the directories resolved so far (`undefined`: `realpath` failed). */
+  private readonly realDirectories = new Map<string, Promise<string | undefined>>()
+
+  /** `isInside`: whether a real path is inside the workspace. */
+  constructor(private readonly isInside: (real: string) => boolean) {}
+
+  /**
+   * Where `lexical` leads (its real path, as `realpath` gives it), and the file there, opened: by its directory when
+   * `openInDirectory` can, else by the `realpath` of the whole path, confined to the workspace before it is opened.
+   */
+  async locate(lexical: string): Promise<Located> {
+    const inDirectory = await this.openInDirectory(lexical)
+    if (inDirectory !== undefined) return inDirectory
+    let real: string
+    try {
+      real = await NFS.realpath(lexical)
+    } catch (error) {
+      return { _tag: "Unresolved", failure: systemFailure(error) }
+    }
+    if (!this.isInside(real)) return { _tag: "Outside" }
+    return { _tag: "Opened", real, opened: await this.open(real) }
+  }
+
+  /**
+   * One `realpath` per directory rather than per file, on Linux: there, the real path of a file whose name is not a
+   * symlink is its directory's real path joined with its name, which is what `realpath` gives for it. The name is
+   * opened with `O_NOFOLLOW` (which refuses a symlink), once the joined path is known to be inside the workspace.
+   * Anything else (a symlink, a missing file, a path leading outside, another platform, where `realpath` may rewrite
+   * the name itself: macOS gives its case on disk) is `undefined`, for `locate` to resolve the whole path.
+   */
+  private async openInDirectory(lexical: string): Promise<Located | undefined> {
+    if (process.platform !== "linux") return undefined
+    const directory = NPath.dirname(lexical)
+    let realDirectory = this.realDirectories.get(directory)
+    if (realDirectory === undefined) {
+      realDirectory = NFS.realpath(directory).catch(() => undefined)
+      this.realDirectories.set(directory, realDirectory)
+    }
+    const realDirectoryPath = await realDirectory
+    if (realDirectoryPath === undefined) return undefined
+    const real = NPath.join(realDirectoryPath, NPath.basename(lexical))
+    if (!this.isInside(real)) return undefined
+    const flags = FS.constants.O_RDONLY | FS.constants.O_NONBLOCK | FS.constants.O_NOFOLLOW
+    const fd = await fsCall<number>((callback) => FS.open(real, flags, callback)).catch(() => undefined)
+    return fd === undefined ? undefined : { _tag: "Opened", real, opened: await this.opened(fd) }
+  }
+
+  /**
+   * Opens `real` and `fstat`s it. `O_NONBLOCK`: opening a FIFO does not wait for a writer (it is refused unread,
+   * as not a regular file; a regular file reads the same).
+   */
+  private async open(real: string): Promise<Opened> {
+    let fd: number
+    try {
+      fd = await fsCall<number>((callback) => FS.open(real, FS.constants.O_RDONLY | FS.constants.O_NONBLOCK, callback))
+    } catch (error) {
+      const stats = await fsCall<FS.Stats>((callback) => FS.stat(real, callback))
+      return { stat: fileStatOf(stats), fd: Either.left(error) }
+    }
+    return this.opened(fd)
+  }
+
+  /** Keeps `fd` for `end`, and `fstat`s it. */
+  private async opened(fd: number): Promise<Opened> {
+    this.fds.add(fd)
+    if (this.ended) {
+      await this.close(fd)
+      throw new Error("the preview has ended")
+    }
+    const stats = await fsCall<FS.Stats>((callback) => FS.fstat(fd, callback))
+    return { stat: fileStatOf(stats), fd: Either.right(fd) }
+  }
+
+  /**
+   * The bytes of an opened file, read as `fs.readFile` reads them (the `size` bytes `fstat` reported, fewer if the
+   * file shrank since; to its end if it reported none); then closes it.
+   */
+  async read({ fd, stat }: Opened): Promise<Uint8Array> {
+    if (Either.isLeft(fd)) throw fd.left
+    try {
+      if (stat.size === 0) return await fsCall<Buffer>((callback) => FS.readFile(fd.right, callback))
+      const bytes = Buffer.allocUnsafeSlow(stat.size)
+      let length = 0
+      while (length < stat.size) {
+        const bytesRead = await fsCall<number>((callback) =>
+          FS.read(fd.right, bytes, length, stat.size - length, length, callback)
+        )
+        if (bytesRead === 0) break
+        length += bytesRead
+      }
+      return bytes.subarray(0, length)
+    } finally {
+      await this.close(fd.right)
+    }
+  }
+
+  /** Closes every file still open; a later open closes its file at once. */
+  async end(): Promise<void> {
+    this.ended = true
+    await Promise.all([...this.fds].map((fd) => this.close(fd).catch(() => undefined)))
+  }
+
+  private close(fd: number): Promise<void> {
+    if (!this.fds.delete(fd)) return Promise.resolve()
+    return fsCall<void>((callback) => FS.close(fd, (error) => callback(error, undefined)))
+  }
+}
 
 const realPathOrUndefined = (path: string): Promise<string | undefined> => NFS.realpath(path).catch(() => undefined)
 
@@ -1048,7 +1226,6 @@ export const preview: (
   FileEditError | PendingStoreError,
   FileSystem.FileSystem | Path.Path | Workspace | PendingActions
 > = Effect.fn("FileEditPreview.preview")(function*(params: EditParams) {
-  const fs = yield* FileSystem.FileSystem
   const path = yield* Path.Path
   const workspace = yield* Workspace
   if (params.files.length > workspace.maxFiles) {
@@ -1069,6 +1246,7 @@ export const preview: (
     return relative === "" || (relative !== ".." && !relative.startsWith(`..${path.sep}`) && !path.isAbsolute(relative))
   }
 
+  const files = new PreviewFiles((real) => inside(realRoot, real))
   const locate = (input: string) =>
     Effect.gen(function*() {
       const absolute = path.isAbsolute(input) ? path.resolve(input) : path.resolve(realRoot, input)
@@ -1078,77 +1256,91 @@ export const preview: (
         path.join(realRoot, path.relative(givenRoot, absolute)) :
         undefined
       if (lexical === undefined) return yield* new EditPathOutsideWorkspace({ path: input, viaSymlink: false })
-      const real = yield* Effect.mapError(realPathOf(lexical), (error) =>
-        error.code === "ENOENT" ?
-          new EditFileMissing({ path: input }) :
-          new EditFileUnreadable({ path: input, problem: error.message }))
-      if (!inside(realRoot, real)) return yield* new EditPathOutsideWorkspace({ path: input, viaSymlink: true })
-      return { lexical, real }
+      const located = yield* Effect.tryPromise({
+        try: () => files.locate(lexical),
+        catch: (error) => new EditFileUnreadable({ path: input, problem: systemFailure(error).message })
+      })
+      switch (located._tag) {
+        case "Unresolved":
+          return yield* located.failure.code === "ENOENT" ?
+            new EditFileMissing({ path: input }) :
+            new EditFileUnreadable({ path: input, problem: located.failure.message })
+        case "Outside":
+          return yield* new EditPathOutsideWorkspace({ path: input, viaSymlink: true })
+        case "Opened":
+          return { lexical, real: located.real, opened: located.opened }
+      }
     })
 
-  // Every path resolved and stat-ed at once; then, in the order of the files, the checks that name the first bad
-  // one; then every read at once; then, in order, the edits and the diffs.
-  const located = yield* Effect.forEach(
-    params.files,
-    (file) =>
-      Effect.either(Effect.flatMap(locate(file.path), ({ lexical, real }) =>
-        Effect.map(
-          Effect.mapError(
-            fs.stat(real),
-            (error) => new EditFileUnreadable({ path: file.path, problem: error.message })
-          ),
-          (info) => ({ lexical, real, info })
-        ))),
-    { concurrency: concurrencyFor(params.files.length) }
-  )
-  const seen = new Map<string, number>()
-  /** Files by device and inode: two names of one file (hard links) are one file. */
-  const seenInodes = new Map<string, number>()
-  const places: Array<{ readonly lexical: string; readonly real: string }> = []
-  let bytes = 0
-  for (let fileIndex = 0; fileIndex < params.files.length; fileIndex++) {
-    const file = params.files[fileIndex]!
-    const where = located[fileIndex]!
-    if (where._tag === "Left") return yield* where.left
-    const { info, lexical, real } = where.right
-    places.push({ lexical, real })
-    const earlier = seen.get(real)
-    if (earlier !== undefined) {
-      return yield* new InvalidEditParams({
-        field: `files.${fileIndex}.path`,
-        problem: `names the same file as files.${earlier}.path; list each file once with all its edits`
-      })
-    }
-    seen.set(real, fileIndex)
-    if (info.type !== "File") {
-      return yield* new EditFileUnreadable({ path: file.path, problem: `not a regular file (${info.type})` })
-    }
-    if (Option.isSome(info.ino)) {
-      const inode = `${info.dev}:${info.ino.value}`
-      const same = seenInodes.get(inode)
-      if (same !== undefined) {
-        return yield* new InvalidEditParams({
-          field: `files.${fileIndex}.path`,
-          problem: `names the same file as files.${same}.path: ${JSON.stringify(file.path)} and ` +
-            `${JSON.stringify(params.files[same]!.path)} are hard links to one file; list it once, under one ` +
-            `name, with all its edits`
-        })
+  // Every path resolved, opened and stat-ed on its handle at once; then, in the order of the files, the checks that
+  // name the first bad one; then every read, from the handles, at once; then, in order, the edits and the diffs.
+  const { contents, places } = yield* Effect.ensuring(
+    Effect.gen(function*() {
+      const located = yield* Effect.forEach(
+        params.files,
+        (file) => Effect.either(locate(file.path)),
+        { concurrency: concurrencyFor(params.files.length) }
+      )
+      const seen = new Map<string, number>()
+      /** Files by device and inode: two names of one file (hard links) are one file. */
+      const seenInodes = new Map<string, number>()
+      const places: Array<{ readonly lexical: string; readonly real: string; readonly opened: Opened }> = []
+      let bytes = 0
+      for (let fileIndex = 0; fileIndex < params.files.length; fileIndex++) {
+        const file = params.files[fileIndex]!
+        const where = located[fileIndex]!
+        if (where._tag === "Left") return yield* where.left
+        const { opened, real } = where.right
+        const { stat } = opened
+        places.push(where.right)
+        const earlier = seen.get(real)
+        if (earlier !== undefined) {
+          return yield* new InvalidEditParams({
+            field: `files.${fileIndex}.path`,
+            problem: `names the same file as files.${earlier}.path; list each file once with all its edits`
+          })
+        }
+        seen.set(real, fileIndex)
+        if (stat.type !== "File") {
+          return yield* new EditFileUnreadable({ path: file.path, problem: `not a regular file (${stat.type})` })
+        }
+        const same = seenInodes.get(stat.inode)
+        if (same !== undefined) {
+          return yield* new InvalidEditParams({
+            field: `files.${fileIndex}.path`,
+            problem: `names the same file as files.${same}.path: ${JSON.stringify(file.path)} and ` +
+              `${JSON.stringify(params.files[same]!.path)} are hard links to one file; list it once, under one ` +
+              `name, with all its edits`
+          })
+        }
+        seenInodes.set(stat.inode, fileIndex)
+        bytes += stat.size
+        if (bytes > workspace.maxBytes) {
+          return yield* new EditLimitExceeded({
+            limit: "bytes",
+            max: workspace.maxBytes,
+            actual: bytes,
+            path: file.path
+          })
+        }
       }
-      seenInodes.set(inode, fileIndex)
-    }
-    bytes += Number(info.size)
-    if (bytes > workspace.maxBytes) {
-      return yield* new EditLimitExceeded({ limit: "bytes", max: workspace.maxBytes, actual: bytes, path: file.path })
-    }
-  }
-  const contents = yield* Effect.forEach(
-    params.files,
-    (file, fileIndex) =>
-      Effect.either(Effect.mapError(fs.readFile(places[fileIndex]!.real), (error) =>
-        isNotFound(error) ?
-          new EditFileMissing({ path: file.path }) :
-          new EditFileUnreadable({ path: file.path, problem: error.message }))),
-    { concurrency: concurrencyFor(params.files.length) }
+      const contents = yield* Effect.forEach(
+        params.files,
+        (file, fileIndex) =>
+          Effect.either(Effect.tryPromise({
+            try: () => files.read(places[fileIndex]!.opened),
+            catch: (cause) => {
+              const error = systemFailure(cause)
+              return error.code === "ENOENT" ?
+                new EditFileMissing({ path: file.path }) :
+                new EditFileUnreadable({ path: file.path, problem: error.message })
+            }
+          })),
+        { concurrency: concurrencyFor(params.files.length) }
+      )
+      return { contents, places }
+    }),
+    Effect.promise(() => files.end())
   )
 
   const staged: Array<EditFile> = []
@@ -1162,7 +1354,7 @@ export const preview: (
     const content = contents[fileIndex]!
     if (content._tag === "Left") return yield* content.left
     const original = content.right
-    // The file may have grown since its stat.
+    // A file `fstat` saw empty is read to its end: it may have grown since.
     readBytes += original.byteLength
     if (readBytes > workspace.maxBytes) {
       return yield* new EditLimitExceeded({
