@@ -18,6 +18,7 @@
 import * as Effect from "effect/Effect"
 import { editFigures } from "./edit.js"
 import { bytes, median, printTable, ratio, type Row, us, wrap } from "./harness.js"
+import { historyFigures } from "./history.js"
 import { floorProgram, queueCycle } from "./queue.js"
 import { heapGrowth, resolveRoundTrip, retainedPerAction } from "./resolve.js"
 import { sessionFigures } from "./session.js"
@@ -158,6 +159,14 @@ rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
       target: "—"
     })
   }
+}
+
+// A long-running server: a long session's history costs its turns nothing; sessions that come and go leave no
+// memory behind (bench/history.ts).
+{
+  const history = await historyFigures({ quick, repeats: quick ? 3 : 9 })
+  rows.push(...history.rows)
+  checks.push(...history.missed)
 }
 
 console.log(`\neffect-resolve benchmarks (node ${process.version}, ${cycles} cycles × ${repeats} runs per figure)\n`)
