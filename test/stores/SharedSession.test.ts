@@ -207,15 +207,15 @@ const suite = (makeTarget: () => Promise<Target>) => {
   test(
     "an apply that runs past its lease is not recovered while its owner renews the lease",
     async (where, workers) => {
-      const a = await start(where, { kinds: ["slow"], leaseMs: 600 })
+      const a = await start(where, { kinds: ["slow"], leaseMs: 1_500 })
       workers.push(a)
       const gate = `${where.log}.gate`
       const id = (await a.ask({ op: "kind", kind: "slow", text: "s4", gate })).id
       const applying = a.ask({ op: "resolve", id, action: "apply" })
-      // Well past the claim's first lease (600 ms): only renewals keep it.
-      await sleep(1_500)
+      // Well past the claim's first lease (1.5 s): only renewals keep it (every 0.5 s, with room for a loaded machine).
+      await sleep(3_500)
       // B registers the kind and could recover the action: it must see it resolving and leave it.
-      const b = await start(where, { kinds: ["slow"], leaseMs: 600 })
+      const b = await start(where, { kinds: ["slow"], leaseMs: 1_500 })
       workers.push(b)
       deepStrictEqual(statuses(await b.ask({ op: "list" })), new Map([[id, ["resolving", true]]]))
       fs.writeFileSync(gate, "")
