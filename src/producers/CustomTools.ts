@@ -641,11 +641,15 @@ const checkDefinition = (
     return bad("the description must be a non-empty string")
   }
   if (typeof tool.execute !== "function") return bad("execute must be a function")
-  const schemas = safely(
-    () => Either.right(schemasOf(tool.parameters)),
-    Either.left("cannot be turned into JSON Schema")
-  )
-  if (Either.isLeft(schemas)) return bad(`parameters ${schemas.left}`)
+  const schemas = Either.try({ try: () => schemasOf(tool.parameters), catch: (thrown) => thrown })
+  if (Either.isLeft(schemas)) {
+    // What JSONSchema.make says (where, and which annotation is missing), on one line.
+    const reason = messageOf(schemas.left).replace(/\s*\n\s*/g, "; ")
+    return bad(
+      `parameters cannot be turned into JSON Schema: ${reason}. Change that part of the Schema as this says (a ` +
+        `"jsonSchema" annotation gives any schema its JSON Schema), or give parameters as a JSON Schema object`
+    )
+  }
   return Either.mapLeft(schemas.right.strict, ({ path, problem }) =>
     new InvalidCustomTool({
       tool: tool.name,
