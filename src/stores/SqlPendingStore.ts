@@ -36,7 +36,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import type { PendingEvent, PendingRecord, PendingStatus } from "../domain/PendingRecord.js"
 import { isTerminal, openStatuses, storedStatuses, terminalStatuses } from "../domain/PendingRecord.js"
-import { capText } from "../internal/render.js"
+import { capText, innerMessageOf } from "../internal/render.js"
 import {
   badCursor,
   checkClaim,
@@ -258,7 +258,7 @@ export const migrate: Effect.Effect<void, PendingStoreError, SqlClient.SqlClient
         Effect.mapError((cause) =>
           new PendingStoreError({
             operation: "migrate",
-            detail: `the store's tables could not be created or upgraded (${describe(cause)}); nothing was ` +
+            detail: `the store's tables could not be created or upgraded (${innerMessageOf(cause)}); nothing was ` +
               "changed. Check that the database is reachable and writable.",
             cause
           })
@@ -401,24 +401,19 @@ const toEvent = (row: EventRow): PendingEvent => {
     { ...event, from: from ?? null, to: "unreadable" }
 }
 
-const describe = (cause: unknown): string => {
-  const inner = (cause as { cause?: { message?: unknown } } | null)?.cause?.message
-  if (typeof inner === "string") return inner
-  const message = (cause as { message?: unknown } | null)?.message
-  return typeof message === "string" ? message : String(cause)
-}
-
 const readFailed = (operation: string) => (cause: SqlError) =>
   new PendingStoreError({
     operation,
-    detail: `the database failed (${describe(cause)}); nothing was changed. Retry, or check the store's database.`,
+    detail: `the database failed (${
+      innerMessageOf(cause)
+    }); nothing was changed. Retry, or check the store's database.`,
     cause
   })
 
 const writeFailed = (operation: string) => (cause: SqlError) =>
   new PendingStoreError({
     operation,
-    detail: `the database failed (${describe(cause)}). The change is one statement, so it happened wholly or ` +
+    detail: `the database failed (${innerMessageOf(cause)}). The change is one statement, so it happened wholly or ` +
       "not at all: read the record with get before retrying.",
     cause
   })
