@@ -432,6 +432,24 @@ const rawMillis = (u: unknown): number | string =>
   typeof u === "number" ? u : typeof u === "string" && /^\d{1,16}$/.test(u) ? Number(u) : String(u)
 
 /**
+ * A page from the rows of a query that asked for one more than `limit`: the first `limit` as items, and when the
+ * extra row came back, the cursor after the last item.
+ */
+const pageOf = <Row, A>(
+  rows: ReadonlyArray<Row>,
+  limit: number,
+  item: (row: Row) => A,
+  cursorAfter: (last: Row) => string
+): PendingStore.Page<A> => {
+  const page = rows.slice(0, limit)
+  const last = page[page.length - 1]
+  return {
+    items: page.map(item),
+    next: rows.length > limit && last !== undefined ? Option.some(cursorAfter(last)) : Option.none()
+  }
+}
+
+/**
  * Builds the store on the `SqlClient` in context (SQLite or Postgres). It does not create the tables: run
  * `migrate` first, or use `layer`.
  *
@@ -580,16 +598,12 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
         const statement = sql<RecordRow & { readonly seq: unknown }>`SELECT seq, ${columns}
           FROM effect_resolve_pending WHERE session = ${session} ${from}
           ORDER BY created_at DESC, seq DESC LIMIT ${options.limit + 1}`
-        return Effect.map(run("listPage", statement.withoutTransform), (rows): PendingStore.Page<PendingRecord> => {
-          const page = rows.slice(0, options.limit)
-          const last = page[page.length - 1]
-          return {
-            items: page.map(toRecord),
-            next: rows.length > options.limit && last !== undefined ?
-              Option.some(recordCursor.encode(rawMillis(last.created_at), seqOf(last.seq))) :
-              Option.none()
-          }
-        })
+        return Effect.map(
+          run("listPage", statement.withoutTransform),
+          (rows) =>
+            pageOf(rows, options.limit, toRecord, (last) =>
+              recordCursor.encode(rawMillis(last.created_at), seqOf(last.seq)))
+        )
       })
 
     const historyPage = (id: string, options: PendingStore.PageOptions) =>
@@ -601,16 +615,10 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
         const statement = sql<EventRow>`SELECT seq, action_id, at, from_status, to_status, owner, attempt
           FROM effect_resolve_events WHERE action_id = ${id} AND seq > ${after} ORDER BY seq
           LIMIT ${options.limit + 1}`
-        return Effect.map(run("historyPage", statement.withoutTransform), (rows): PendingStore.Page<PendingEvent> => {
-          const page = rows.slice(0, options.limit)
-          const last = page[page.length - 1]
-          return {
-            items: page.map(toEvent),
-            next: rows.length > options.limit && last !== undefined ?
-              Option.some(eventCursor.encode(seqOf(last.seq))) :
-              Option.none()
-          }
-        })
+        return Effect.map(
+          run("historyPage", statement.withoutTransform),
+          (rows) => pageOf(rows, options.limit, toEvent, (last) => eventCursor.encode(seqOf(last.seq)))
+        )
       })
 
     const prune = (input: PendingStore.PruneInput) =>
