@@ -36,7 +36,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import type { PendingEvent, PendingRecord, PendingStatus } from "../domain/PendingRecord.js"
 import { isTerminal, openStatuses, storedStatuses, terminalStatuses } from "../domain/PendingRecord.js"
-import { capText, innerMessageOf } from "../internal/render.js"
+import { capText, innerMessageOf, messageOf } from "../internal/render.js"
 import {
   badCursor,
   checkClaim,
@@ -340,7 +340,7 @@ const rowReader = () => {
     try {
       return JSON.parse(u)
     } catch (error) {
-      return note(`${name} is not JSON (${error instanceof Error ? error.message : String(error)})`, null)
+      return note(`${name} is not JSON (${messageOf(error)})`, null)
     }
   }
   return { problems, text, nullableText, millis, nullableMillis, status, json }
