@@ -45,7 +45,13 @@ import { type PendingStoreError, ToolError } from "../domain/Errors.js"
 import { type Extra, forbiddenKeys } from "../domain/ResolveParams.js"
 import * as ToolResult from "../domain/ToolResult.js"
 import { messageOf, safeGet, safeInstanceOf, safely } from "../internal/render.js"
-import { inlineDefinitions, type StrictSchema, toStrict, withoutValueBounds } from "../internal/strictSchema.js"
+import {
+  inlineDefinitions,
+  type StrictProblem,
+  type StrictSchema,
+  toStrict,
+  withoutValueBounds
+} from "../internal/strictSchema.js"
 import * as PendingAction from "../services/PendingAction.js"
 import { type PendingActions, queueResolveHandler } from "../services/PendingActions.js"
 import type { ToolDefinition } from "../tools/ToolDefinition.js"
@@ -498,19 +504,29 @@ const runPromise = <A, E, R>(runtime: Runtime.Runtime<R>, effect: Effect.Effect<
  * @category adapters
  */
 export const fromCustomTool = (tool: CustomTool): CustomToolDefinition => {
-  const json = jsonSchemaOf(tool.parameters)
-  return Either.match(toStrict(json), {
+  const { json, strict } = schemasOf(tool.parameters)
+  return Either.match(strict, {
     onLeft: () => adapt(tool, { schema: json, optional: new Set(), decode: (input) => input }),
     onRight: (strict) => adapt(tool, strict)
   })
 }
 
 // The JSON Schema of the parameters: as given, or derived from an Effect Schema (without `$schema`, definitions
-// inlined, and without value bounds strict mode refuses: the Schema enforces them when it decodes each call).
-const jsonSchemaOf = (parameters: CustomTool["parameters"]): Record<string, unknown> => {
-  if (!Schema.isSchema(parameters)) return parameters
-  const { $schema: _, ...json } = JSONSchema.make(parameters) as unknown as Record<string, unknown>
-  return withoutValueBounds(inlineDefinitions(json))
+// inlined, and without value bounds strict mode refuses: the Schema enforces them when it decodes each call); and
+// its strict form, or where and why it cannot have one. Throws what `JSONSchema.make` throws.
+const schemasOf = (parameters: CustomTool["parameters"]): {
+  readonly json: Record<string, unknown>
+  readonly strict: Either.Either<StrictSchema, StrictProblem>
+} => {
+  if (!Schema.isSchema(parameters)) return { json: parameters, strict: toStrict(parameters) }
+  const { $schema: _, ...derived } = JSONSchema.make(parameters) as unknown as Record<string, unknown>
+  return Either.match(inlineDefinitions(derived), {
+    onLeft: (problem) => ({ json: derived, strict: Either.left(problem) }),
+    onRight: (inlined) => {
+      const json = withoutValueBounds(inlined)
+      return { json, strict: toStrict(json) }
+    }
+  })
 }
 
 // An Effect Schema's decoding of the (strict-decoded) input: the typed params, or the first problem.
@@ -625,12 +641,16 @@ const checkDefinition = (
     return bad("the description must be a non-empty string")
   }
   if (typeof tool.execute !== "function") return bad("execute must be a function")
-  const json = safely(
-    () => Either.right(jsonSchemaOf(tool.parameters)),
-    Either.left("cannot be turned into JSON Schema")
-  )
-  if (Either.isLeft(json)) return bad(`parameters ${json.left}`)
-  return Either.mapLeft(toStrict(json.right), ({ path, problem }) =>
+  const schemas = Either.try({ try: () => schemasOf(tool.parameters), catch: (thrown) => thrown })
+  if (Either.isLeft(schemas)) {
+    // What JSONSchema.make says (where, and which annotation is missing), on one line.
+    const reason = messageOf(schemas.left).replace(/\s*\n\s*/g, "; ")
+    return bad(
+      `parameters cannot be turned into JSON Schema: ${reason}. Change that part of the Schema as this says (a ` +
+        `"jsonSchema" annotation gives any schema its JSON Schema), or give parameters as a JSON Schema object`
+    )
+  }
+  return Either.mapLeft(schemas.right.strict, ({ path, problem }) =>
     new InvalidCustomTool({
       tool: tool.name,
       index,

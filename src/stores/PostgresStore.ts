@@ -20,6 +20,7 @@ import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import { innerMessageOf } from "../internal/render.js"
 import { PendingStore, PendingStoreError } from "../services/PendingStore.js"
 import * as SqlPendingStore from "./SqlPendingStore.js"
 
@@ -43,9 +44,7 @@ const clientLayer = (options: Options): Layer.Layer<PgClient.PgClient | SqlClien
       new PendingStoreError({
         operation: "connect",
         detail: `Postgres could not be reached (${
-          typeof cause.cause === "object" && cause.cause !== null && "message" in cause.cause ?
-            String(cause.cause.message) :
-            cause.message
+          innerMessageOf(cause)
         }); nothing was changed. Check the URL and that the server is running.`,
         cause
       })

@@ -25,6 +25,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as NodePath from "node:path"
 import * as NodeUrl from "node:url"
+import { innerMessageOf } from "../internal/render.js"
 import { PendingStore, PendingStoreError } from "../services/PendingStore.js"
 import * as SqlPendingStore from "./SqlPendingStore.js"
 
@@ -46,7 +47,7 @@ const openFailed = (filename: string, cause: unknown, what: string) =>
   new PendingStoreError({
     operation: "open",
     detail: `the SQLite file ${JSON.stringify(filename)} could not be ${what} (${
-      cause instanceof Error ? cause.message : String(cause)
+      innerMessageOf(cause)
     }); nothing was changed. Check that its directory exists and is writable.`,
     cause
   })

@@ -581,4 +581,25 @@ describe("custom tools with Effect Schema parameters", () => {
       assert.strictEqual((empty as CustomTools.InvalidCustomToolParams).field, "service")
       deepStrictEqual(seen, [])
     }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("a Schema without a JSON Schema is InvalidCustomTool with JSONSchema.make's message and what to do", () =>
+    Effect.gen(function*() {
+      const transfer = CustomTools.make({
+        name: "transfer",
+        description: "Transfer an amount.",
+        parameters: Schema.Struct({ to: Schema.String, amount: Schema.BigIntFromSelf }),
+        execute: async ({ amount, to }) => `Would transfer ${amount} to ${to}.`
+      })
+      const error = failureOf(yield* Effect.exit(CustomTools.registerCustomTools([deploy, transfer])))
+      assert.instanceOf(error, CustomTools.InvalidCustomTool)
+      assert.strictEqual(error.tool, "transfer")
+      assert.strictEqual(error.index, 1)
+      assert.strictEqual(
+        error.message,
+        "Invalid custom tool \"transfer\" (entry 1): parameters cannot be turned into JSON Schema: Missing " +
+          "annotation; at path: [\"amount\"]; details: Generating a JSON Schema for this schema requires a " +
+          "\"jsonSchema\" annotation; schema (BigIntKeyword): bigint. Change that part of the Schema as this says " +
+          "(a \"jsonSchema\" annotation gives any schema its JSON Schema), or give parameters as a JSON Schema object."
+      )
+    }))
 })

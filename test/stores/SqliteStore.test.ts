@@ -94,6 +94,8 @@ describe("SqliteStore", () => {
       fs.writeFileSync(garbage, "this is not a database ".repeat(100))
       const notDb = yield* openError(SqliteStore.layer({ filename: garbage }))
       strictEqual(["open", "migrate"].includes(notDb.operation), true)
+      // What SQLite said, not the generic message of the SqlError around it ("Failed to execute statement").
+      strictEqual(notDb.message.includes("SQLITE_NOTADB: file is not a database"), true, notDb.message)
       strictEqual(fs.readFileSync(garbage, "utf8"), "this is not a database ".repeat(100))
     }))
 
@@ -108,6 +110,7 @@ describe("SqliteStore", () => {
       const error = yield* openError(SqliteStore.layer({ filename }))
       strictEqual(error.operation, "migrate")
       strictEqual(error.message.includes("could not be created or upgraded"), true, error.message)
+      strictEqual(error.message.includes("table effect_resolve_pending already exists"), true, error.message)
       const tables = yield* Effect.provide(
         Effect.flatMap(
           SqlClient.SqlClient,
