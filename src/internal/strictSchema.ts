@@ -459,7 +459,8 @@ export const definitionOf = (root: JsonSchemaNode, ref: string): unknown => {
   const keyword = definitionKeywords.find((keyword) => ref.startsWith(`#/${keyword}/`))
   if (keyword === undefined) return undefined
   const defs = root[keyword]
-  const name = ref.slice(keyword.length + 3)
+  // A JSON Pointer token: `~1` stands for `/` and `~0` for `~` (effect escapes an identifier such as `a/b` so).
+  const name = ref.slice(keyword.length + 3).replaceAll("~1", "/").replaceAll("~0", "~")
   return isPlainObject(defs) && Object.hasOwn(defs, name) ? defs[name] : undefined
 }
 

@@ -282,6 +282,17 @@ describe("inlineDefinitions", () => {
     )
   })
 
+  it("follows a $ref whose name holds / or ~ (escaped as ~1 and ~0, as effect's JSONSchema writes it)", () => {
+    const schema = {
+      ...object({ a: { $ref: "#/$defs/pkg~1Name~0v1" } }),
+      $defs: { "pkg/Name~v1": { type: "string" } }
+    }
+    deepStrictEqual(
+      inlineDefinitions(schema),
+      Either.right(object({ a: { type: "string" } }))
+    )
+  })
+
   it("refuses, naming where, a schema nested too deeply or one that contains itself, instead of overflowing", () => {
     let deep: object = { type: "string" }
     for (let i = 0; i < 100_000; i++) deep = { anyOf: [{ type: "array", items: deep }, { type: "null" }] }
