@@ -52,7 +52,6 @@ import * as Schema from "effect/Schema"
 import type { PendingStoreError } from "../domain/Errors.js"
 import { resolveReminderText, SteeringMessage } from "../domain/SteeringMessage.js"
 import type { ToolChoice } from "../domain/ToolChoice.js"
-import { capText, messageOf } from "../internal/render.js"
 import { tooDeepField } from "../internal/untrusted.js"
 import * as ResolveRuntime from "../layers/ResolveRuntime.js"
 import { directiveLabel } from "../services/PendingAction.js"
@@ -64,129 +63,28 @@ import { SteeringBus } from "../services/SteeringBus.js"
 import { type InFlightInfo, type RejectReason, ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
 import { ResolveTool } from "../tools/Resolve.js"
 import { ResolveAiTool, toFailure } from "./AiResolveTool.js"
+import { forcingLevel, isForcingRefusal, isPreviewLabel } from "./Forcing.js"
 import { permissiveTools, recoverResponse } from "./internal/permissive.js"
+import { errorText, quote } from "./internal/quote.js"
 import { type EffectAiToolChoice, toEffectAi } from "./ProviderToolChoice.js"
 import * as ResolveMetrics from "./ResolveMetrics.js"
-
-// ---------------------------------------------------------------------------------------------------------------
-// Errors
-// ---------------------------------------------------------------------------------------------------------------
+import { MaxTurnsExceeded, RequeueLimitExceeded, ResolveNotCalled, type TurnDriverError } from "./TurnDriverError.js"
 
 /**
- * The run reached `maxTurns` model requests while the model still asked for tools or something was pending.
+ * What a run fails with (`TurnDriverError.ts`).
  *
  * @since 0.1.0
  * @category errors
  */
-export class MaxTurnsExceeded extends Schema.TaggedError<MaxTurnsExceeded>("effect-resolve/MaxTurnsExceeded")(
-  "MaxTurnsExceeded",
-  { maxTurns: Schema.Number, pending: Schema.Array(Schema.String) }
-) {
-  /**
-   * @since 0.1.0
-   */
-  override get message(): string {
-    return `The run stopped after ${this.maxTurns} turns without finishing` +
-      (this.pending.length === 0 ? "" : ` (still queued: ${this.pending.join(", ")})`) +
-      `. Raise maxTurns, or check that the model can finish the task.`
-  }
-}
+export { MaxTurnsExceeded, RequeueLimitExceeded, ResolveNotCalled, type TurnDriverError } from "./TurnDriverError.js"
 
 /**
- * The model request failed more than `maxErrorRequeues` times in a row (every HTTP attempt counts, retries
- * included) while a directive was served, and forcing less did not help: the run stopped. The directive was rejected
- * with `"error"` like any failed turn, so a preview is **still pending** at the head of the queue (`pending`): the
- * next run serves it again with a fresh count, and only the app (`clear`, `removeByLabel`) or a `discard` ends it.
- * `errors` counts the failed requests up to the limit; `probed` lists the weaker forcing levels then tried once each
- * (all failed too); `cause` is the last error received (the last probe's, when there were probes).
+ * What the driver forces, and how hard it can (`Forcing.ts`).
  *
  * @since 0.1.0
- * @category errors
+ * @category forcing
  */
-export class RequeueLimitExceeded
-  extends Schema.TaggedError<RequeueLimitExceeded>("effect-resolve/RequeueLimitExceeded")("RequeueLimitExceeded", {
-    directiveId: Schema.String,
-    label: Schema.String,
-    errors: Schema.Number,
-    /** The directive is back at the head of the queue (a preview: still pending). */
-    pending: Schema.Boolean,
-    cause: Schema.Defect,
-    /**
-     * The weaker forcing levels tried once each after the limit, in order (a forced preview only); each failed.
-     *
-     * @since 0.3.0
-     */
-    probed: Schema.optionalWith(Schema.Array(Schema.Literal("required", "reminder")), { default: () => [] })
-  })
-{
-  /**
-   * @since 0.1.0
-   */
-  override get message(): string {
-    const probes = this.probed.map((level) => `"${level}"`).join(", then ")
-    return `The model request failed ${this.errors} times in a row while "${this.label}" was served` +
-      (this.probed.length === 0 ? "" : `, then once at each weaker forcing level (${probes})`) +
-      `, and the run stopped. ` +
-      (this.pending ?
-        `It is still pending, at the head of the queue: run again once the provider answers, or resolve, discard ` +
-        `or clear it in the app.` :
-        `The directive's onRejected dropped it.`) +
-      ` The last error${this.probed.length === 0 ? "" : ` (at "${this.probed.at(-1)}")`}: ${errorText(this.cause)}`
-  }
-}
-
-const errorText = (cause: unknown): string => capText(messageOf(cause, 4096).split("\n", 1)[0]!, 300)
-
-/**
- * The model ignored a pending preview for `maxForcedTurns` turns in a row that pushed it to resolve: `forcedTurns`
- * forced `resolve`, and `remindedTurns` only repeated the reminder (the session could not force: see
- * `TurnDriver.capabilities`). The run failed instead of looping. The preview stays pending: the app may run again,
- * resolve it itself, or drop it with `ToolChoiceQueue.removeByLabel` / `clear`.
- *
- * @since 0.1.0
- * @category errors
- */
-export class ResolveNotCalled extends Schema.TaggedError<ResolveNotCalled>("effect-resolve/ResolveNotCalled")(
-  "ResolveNotCalled",
-  {
-    directiveId: Schema.String,
-    label: Schema.String,
-    /** Turns whose `tool_choice` forced `resolve`. */
-    forcedTurns: Schema.Number,
-    /**
-     * Turns that could only repeat the reminder, because the session could not force a tool call.
-     *
-     * @since 0.3.0
-     */
-    remindedTurns: Schema.optionalWith(Schema.Number, { default: () => 0 })
-  }
-) {
-  /**
-   * @since 0.1.0
-   */
-  override get message(): string {
-    const count = (n: number, what: string) => `${n} ${what}${n === 1 ? "" : "s"}`
-    const forced = count(this.forcedTurns, "forced turn")
-    const reminded = `${count(this.remindedTurns, "turn")} that only repeated the reminder`
-    const turns = this.remindedTurns === 0 ? forced : this.forcedTurns === 0 ? reminded : `${forced} and ${reminded}`
-    return `The model did not call resolve for "${this.label}" in ${turns}; the run stopped and the preview is ` +
-      `still pending. ` +
-      (this.remindedTurns === 0 ?
-        `Check that the model supports forcing a tool, then run again` :
-        `This session cannot force a tool call now (ResolveConfig.modelCapabilities, less the forcing the provider ` +
-        `refused), so its last turns only reminded the model: check that the model follows the reminder, then ` +
-        `run again`) +
-      `, or resolve or clear the preview in the app.`
-  }
-}
-
-/**
- * What a run can fail with, besides the model's `AiError`.
- *
- * @since 0.1.0
- * @category errors
- */
-export type TurnDriverError = MaxTurnsExceeded | RequeueLimitExceeded | ResolveNotCalled
+export { type ForcingLevel, forcingLevel, isForcingRefusal, isPreviewLabel } from "./Forcing.js"
 
 // ---------------------------------------------------------------------------------------------------------------
 // Models
@@ -356,16 +254,6 @@ export class TurnDriver extends Context.Tag("effect-resolve/TurnDriver")<TurnDri
 // Implementation
 // ---------------------------------------------------------------------------------------------------------------
 
-const previewPrefix = directiveLabel("")
-
-/**
- * Whether a directive label is the one `queueResolveHandler` gives a preview.
- *
- * @since 0.1.0
- * @category guards
- */
-export const isPreviewLabel = (label: string): boolean => label.startsWith(previewPrefix)
-
 /**
  * The text of the result a skipped tool call gets.
  *
@@ -423,36 +311,6 @@ const reminderMessage: SteeringMessage = {
   timestamp: 0
 }
 
-/**
- * How hard a session can force `resolve`: a named tool choice, `"required"` with only `resolve` offered, or
- * `"auto"` with the reminder again.
- *
- * @since 0.2.0
- * @category models
- */
-export type ForcingLevel = "named" | "required" | "reminder"
-
-/**
- * The forcing level of a model with these capabilities.
- *
- * @since 0.2.0
- * @category constructors
- */
-export const forcingLevel = (capabilities: ModelCapabilities): ForcingLevel =>
-  capabilities.supportsNamedToolChoice ? "named" : capabilities.supportsRequiredToolChoice ? "required" : "reminder"
-
-/**
- * Whether a failed request is the provider refusing a forced `tool_choice` (the rule the turn driver applies to a
- * request that forced a tool): an HTTP 400 whose body mentions `tool_choice`, such as Anthropic's "Thinking may
- * not be enabled when tool_choice forces tool use." or OpenAI's errors with `"param": "tool_choice"`.
- *
- * @since 0.2.0
- * @category guards
- */
-export const isForcingRefusal = (error: AiError.AiError): boolean =>
-  error._tag === "HttpResponseError" && error.response.status === 400 &&
-  /tool_choice/i.test(`${error.body ?? ""}\n${error.description ?? ""}`)
-
 /** The forcing the provider refused in this session. */
 interface Refused {
   readonly named: boolean
@@ -490,11 +348,6 @@ const refuse = (refused: Refused, choice: LanguageModel.ToolChoice<string>): Ref
 }
 
 /** At most this many characters of a tool name or a decode error are quoted back to the model. */
-const quoteMax = 300
-
-// Never cuts a character in two (half an emoji in a tool result can make a provider refuse the whole history).
-const quote = (text: string): string => capText(text, quoteMax)
-
 /** How deep a call's arguments may nest before they are refused without being decoded (the error formatting recurses). */
 const argumentsMaxDepth = 64
 
