@@ -7,7 +7,7 @@
  *
  * @internal
  */
-import * as LanguageModel from "@effect/ai/LanguageModel"
+import type * as LanguageModel from "@effect/ai/LanguageModel"
 import * as Prompt from "@effect/ai/Prompt"
 import type * as Response from "@effect/ai/Response"
 import * as Tool from "@effect/ai/Tool"
