@@ -3,8 +3,8 @@
  * (one writer per file across sessions and processes), then, under them, the checks that every path still leads
  * where it did and every file still holds the bytes the preview read (else the preview is stale), then the write:
  * temporary files, each path verified again right before its rename, and a rollback from the snapshot if a step
- * fails. A recovery after a crash takes the same locks, and rolls an interrupted write forward with the same
- * `writeAll`.
+ * fails. A recovery after a crash takes the same locks and reads the files the same way (`lockAndRead`), and rolls
+ * an interrupted write forward with the same `writeAll`.
  *
  * @internal
  */
@@ -14,8 +14,10 @@ import * as Cause from "effect/Cause"
 import * as Data from "effect/Data"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
+import type * as Scope from "effect/Scope"
 import * as NFS from "node:fs/promises"
 import { ToolError } from "../../domain/Errors.js"
 import type * as ToolResult from "../../domain/ToolResult.js"
@@ -78,7 +80,7 @@ const fileChange = (file: EditFile): Effect.Effect<string | undefined> =>
  * Where the root and every file's path lead now, all resolved at once: what changed since the preview (nothing:
  * an empty list).
  */
-export const placeChanges = (place: Place, files: ReadonlyArray<EditFile>): Effect.Effect<ReadonlyArray<string>> =>
+const placeChanges = (place: Place, files: ReadonlyArray<EditFile>): Effect.Effect<ReadonlyArray<string>> =>
   Effect.promise(async () => {
     const [root, ...now] = await Promise.all([
       realPathOrUndefined(place.givenRoot),
@@ -217,7 +219,7 @@ export const writeAll = (
 
 // The locks of `files` (one writer per file across sessions and processes), in the order of their real paths,
 // released when the scope closes; a wait that times out is `EditFileLocked`.
-export const lockAll = (workspace: WorkspaceConfig, files: ReadonlyArray<EditFile>) => {
+const lockAll = (workspace: WorkspaceConfig, files: ReadonlyArray<EditFile>) => {
   const byRealPath = new Map(files.map((file) => [file.realPath, file]))
   const displayOf = (realPath: string) => byRealPath.get(realPath)?.displayPath ?? realPath
   return FileLock.lockFiles(files.map((file) => file.realPath), {
@@ -241,6 +243,53 @@ export const lockAll = (workspace: WorkspaceConfig, files: ReadonlyArray<EditFil
   }))
 }
 
+/** A file of an edit action as it is now, read under its lock. */
+export interface Current {
+  readonly file: EditFile
+  /** The token of the file's lock: names its temporary file. */
+  readonly token: string
+  /** Its bytes and permission bits now, or why they could not be read. */
+  readonly now: Either.Either<{ readonly bytes: Uint8Array; readonly mode: number }, PlatformError>
+}
+
+/**
+ * The steps an apply and a recovery share: the locks of every file of `payload`, taken in the order of the real
+ * paths and held until the scope closes; then, under them, whether the root and every path still lead where they
+ * did at preview time (`Moved`, with what changed), and else every file as it is now (`Read`).
+ */
+export const lockAndRead = (payload: EditPayload): Effect.Effect<
+  | { readonly _tag: "Moved"; readonly place: Place; readonly changes: ReadonlyArray<string> }
+  | { readonly _tag: "Read"; readonly place: Place; readonly files: ReadonlyArray<Current> },
+  ToolError | EditFileLocked,
+  FileSystem.FileSystem | Workspace | Scope.Scope
+> =>
+  Effect.gen(function*() {
+    const fs = yield* FileSystem.FileSystem
+    const workspace = yield* Workspace
+    const place: Place = { givenRoot: payload.givenRoot, realRoot: payload.realRoot }
+    // Lock phase (interruptible, bounded): one writer per file across sessions and processes; the locks are taken
+    // in the order of the real paths and released when the scope closes.
+    const held = yield* lockAll(workspace, payload.files)
+    const tokens = new Map(held.map((lock) => [lock.target, lock.token]))
+    // Under the locks: every path leads where it did at preview time, and what every file holds now.
+    const changes = yield* placeChanges(place, payload.files)
+    if (changes.length > 0) return { _tag: "Moved", place, changes } as const
+    const files = yield* Effect.forEach(
+      payload.files,
+      (file): Effect.Effect<Current> =>
+        Effect.map(
+          Effect.either(Effect.zip(fs.readFile(file.realPath), fs.stat(file.realPath))),
+          (now) => ({
+            file,
+            token: tokens.get(file.realPath)!,
+            now: Either.map(now, ([bytes, info]) => ({ bytes, mode: info.mode & 0o7777 }))
+          })
+        ),
+      { concurrency: concurrencyFor(payload.files.length) }
+    )
+    return { _tag: "Read", place, files } as const
+  })
+
 /** Applies an edit action: locks, checks under the locks, then writes all files or none. */
 export const applyEdit = (
   payload: EditPayload,
@@ -252,41 +301,19 @@ export const applyEdit = (
 > =>
   Effect.scoped(Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    const workspace = yield* Workspace
-    const staged = payload.files
-    const place: Place = { givenRoot: payload.givenRoot, realRoot: payload.realRoot }
-    // Lock phase (interruptible, bounded): one writer per file across sessions and processes; the locks are taken
-    // in the order of the real paths and released when this scope closes.
-    const held = yield* lockAll(workspace, staged)
-    const tokens = new Map(held.map((lock) => [lock.target, lock.token]))
-    // Check phase (interruptible), under the locks: every path leads where it did at preview time, and every file
-    // is what the preview saw.
-    const moved = yield* placeChanges(place, staged)
-    if (moved.length > 0) return yield* staleError(moved, "after the preview")
-    const results = yield* Effect.forEach(
-      staged,
-      (file): Effect.Effect<{ readonly stale: string } | { readonly checked: Checked }> =>
-        Effect.match(Effect.zip(fs.readFile(file.realPath), fs.stat(file.realPath)), {
-          onFailure: () => ({ stale: `${file.displayPath} (now missing or unreadable)` }),
-          onSuccess: ([bytes, info]) =>
-            isBefore(file, bytes) ?
-              {
-                checked: {
-                  file,
-                  original: bytes,
-                  bytes: file.after,
-                  mode: info.mode & 0o7777,
-                  token: tokens.get(file.realPath)!
-                }
-              } :
-              { stale: file.displayPath }
-        }),
-      { concurrency: concurrencyFor(staged.length) }
-    )
-    const stale = results.flatMap((result) => "stale" in result ? [result.stale] : [])
+    // Lock phase, then check phase (both interruptible), under the locks: every path leads where it did at preview
+    // time, and every file is what the preview saw.
+    const locked = yield* lockAndRead(payload)
+    if (locked._tag === "Moved") return yield* staleError(locked.changes, "after the preview")
+    const stale: Array<string> = []
+    const checked: Array<Checked> = []
+    for (const { file, now, token } of locked.files) {
+      if (Either.isLeft(now)) stale.push(`${file.displayPath} (now missing or unreadable)`)
+      else if (!isBefore(file, now.right.bytes)) stale.push(file.displayPath)
+      else checked.push({ file, original: now.right.bytes, bytes: file.after, mode: now.right.mode, token })
+    }
     if (stale.length > 0) return yield* staleError(stale, "after the preview")
-    const checked = results.flatMap((result) => "checked" in result ? [result.checked] : [])
     // Write phase: all files or none, uninterruptible; the action counts as applied only if it succeeds.
-    yield* PendingAction.commit(writeAll(fs, place, checked))
+    yield* PendingAction.commit(writeAll(fs, locked.place, checked))
     return appliedResult(payload, reason)
   }))

@@ -6,10 +6,11 @@
  */
 import * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import type * as ActionKind from "../../services/ActionKind.js"
-import type { EditPayload } from "../EditKind.js"
-import { Workspace } from "../EditWorkspace.js"
-import { isNotFound, lockAll, type Place, placeChanges, writeAll } from "./editApply.js"
+import type { EditFile, EditPayload } from "../EditKind.js"
+import type { Workspace } from "../EditWorkspace.js"
+import { type Checked, isNotFound, lockAndRead, writeAll } from "./editApply.js"
 import { sameBytes, sha256 } from "./stagedFiles.js"
 
 /**
@@ -33,25 +34,27 @@ export const recoverEdit = (
 ): Effect.Effect<ActionKind.Recovery, unknown, FileSystem.FileSystem | Workspace> =>
   Effect.scoped(Effect.gen(function*() {
     const fs = yield* FileSystem.FileSystem
-    const workspace = yield* Workspace
-    const held = yield* lockAll(workspace, payload.files)
-    const tokens = new Map(held.map((lock) => [lock.target, lock.token]))
-    const place: Place = { givenRoot: payload.givenRoot, realRoot: payload.realRoot }
-    if ((yield* placeChanges(place, payload.files)).length > 0) return "conflict" as const
-    const states = yield* Effect.forEach(payload.files, (file) =>
-      Effect.map(
-        Effect.zip(fs.readFile(file.realPath), fs.stat(file.realPath)),
-        ([bytes, info]) => ({
-          file,
-          bytes,
-          mode: info.mode & 0o7777,
-          state: sameBytes(bytes, file.after) ? "after" : sha256(bytes) === file.before ? "before" : "other"
-        })
-      ).pipe(
+    const locked = yield* lockAndRead(payload)
+    if (locked._tag === "Moved") return "conflict" as const
+    const states: Array<{
+      readonly file: EditFile
+      readonly token: string
+      readonly bytes: Uint8Array
+      readonly mode: number
+      readonly state: "after" | "before" | "other"
+    }> = []
+    for (const { file, now, token } of locked.files) {
+      if (Either.isRight(now)) {
+        const { bytes, mode } = now.right
+        const state = sameBytes(bytes, file.after) ? "after" : sha256(bytes) === file.before ? "before" : "other"
+        states.push({ file, token, bytes, mode, state })
+      } else if (isNotFound(now.left)) {
         // A file that is gone was changed by someone else: that is for a person to look at, not to retry.
-        Effect.catchIf(isNotFound, () =>
-          Effect.succeed({ file, bytes: new Uint8Array(0), mode: 0, state: "other" as const }))
-      ))
+        states.push({ file, token, bytes: new Uint8Array(0), mode: 0, state: "other" })
+      } else {
+        return yield* now.left
+      }
+    }
     const written = states.filter((s) => s.state === "after").length
     if (written === 0) return "pending" as const
     if (written === states.length) return "applied" as const
@@ -60,14 +63,8 @@ export const recoverEdit = (
     // Roll forward: the crash came between two renames.
     yield* writeAll(
       fs,
-      place,
-      rest.map((s) => ({
-        file: s.file,
-        original: s.bytes,
-        bytes: s.file.after,
-        mode: s.mode,
-        token: tokens.get(s.file.realPath)!
-      }))
+      locked.place,
+      rest.map((s): Checked => ({ file: s.file, original: s.bytes, bytes: s.file.after, mode: s.mode, token: s.token }))
     )
     return "applied" as const
   }))
