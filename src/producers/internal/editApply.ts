@@ -21,6 +21,7 @@ import type * as Scope from "effect/Scope"
 import * as NFS from "node:fs/promises"
 import { ToolError } from "../../domain/Errors.js"
 import type * as ToolResult from "../../domain/ToolResult.js"
+import { messageOf } from "../../internal/render.js"
 import * as PendingAction from "../../services/PendingAction.js"
 import { EditFileLocked, EditWriteFailed } from "../EditErrors.js"
 import type { EditFile, EditPayload } from "../EditKind.js"
@@ -32,11 +33,6 @@ import { isBefore } from "./stagedFiles.js"
 
 /** Whether a `FileSystem` call failed because the file is not there. */
 export const isNotFound = (error: PlatformError): boolean => error._tag === "SystemError" && error.reason === "NotFound"
-
-const describe = (error: unknown): string =>
-  error !== null && typeof error === "object" && "message" in error && typeof error.message === "string" ?
-    error.message :
-    String(error)
 
 const staleError = (entries: ReadonlyArray<string>, when: "after the preview" | "during the apply", tail = "") =>
   new ToolError({
@@ -209,7 +205,7 @@ export const writeAll = (
           path: failedAt,
           problem: Option.isSome(failure) && failure.value._tag === "PlaceChanged" ?
             failure.value.entry :
-            describe(Cause.squash(cause)),
+            messageOf(Cause.squash(cause)),
           restored,
           notRestored
         })
