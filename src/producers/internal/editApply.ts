@@ -42,6 +42,10 @@ const staleError = (entries: ReadonlyArray<string>, when: "after the preview" | 
 
 const movedNote = "(its path now leads elsewhere: a directory on the way was moved or replaced)"
 
+// -----------------------------------------------------------------------------------------------------------------
+// where the root and the paths lead now
+// -----------------------------------------------------------------------------------------------------------------
+
 /** The workspace root as given and as resolved at preview time. */
 export interface Place {
   readonly givenRoot: string
@@ -90,6 +94,10 @@ const placeChanges = (place: Place, files: ReadonlyArray<EditFile>): Effect.Effe
         return note === undefined ? [] : [note]
       })
   })
+
+// -----------------------------------------------------------------------------------------------------------------
+// the write: all files or none
+// -----------------------------------------------------------------------------------------------------------------
 
 /** A path changed between the check and its rename: the write stops and is rolled back. */
 class PlaceChanged extends Data.TaggedError("PlaceChanged")<{ readonly entry: string }> {}
@@ -213,6 +221,10 @@ export const writeAll = (
     return Effect.catchAllCause(attempt, rollback)
   })
 
+// -----------------------------------------------------------------------------------------------------------------
+// the locks, and what the files hold under them
+// -----------------------------------------------------------------------------------------------------------------
+
 // The locks of `files` (one writer per file across sessions and processes), in the order of their real paths,
 // released when the scope closes; a wait that times out is `EditFileLocked`.
 const lockAll = (workspace: WorkspaceConfig, files: ReadonlyArray<EditFile>) => {
@@ -285,6 +297,10 @@ export const lockAndRead = (payload: EditPayload): Effect.Effect<
     )
     return { _tag: "Read", place, files } as const
   })
+
+// -----------------------------------------------------------------------------------------------------------------
+// the apply
+// -----------------------------------------------------------------------------------------------------------------
 
 /** Applies an edit action: locks, checks under the locks, then writes all files or none. */
 export const applyEdit = (
