@@ -228,16 +228,23 @@ export class TurnDriver extends Context.Tag("effect-resolve/TurnDriver")<TurnDri
     Layer.provideMerge(Layer.effect(TurnDriver, Effect.orDie(make(options))), ResolveRuntime.layer)
 
   /**
-   * A driver over the session services already provided, such as `ResolveRuntime.durable(...)`: a durable session
-   * resumes where it stopped (its conversation, steering, forcing state and pending actions), and its id is the
-   * pending set's session.
+   * A driver over the session services the app provides (`ResolveRuntime.layer`, or `ResolveRuntime.layerDurable`
+   * for a session that resumes where it stopped: its conversation, steering, forcing state and pending actions); a
+   * durable session's id is the pending set's session. (`Effect.Service`'s `DefaultWithoutDependencies`, by name.)
    *
+   * @since 0.3.0
+   * @category layers
+   */
+  static readonly layerWithoutDependencies = (
+    options: Omit<SessionOptions, "sessionId"> = {}
+  ): Layer.Layer<TurnDriver, PendingStoreError, ResolveRuntime.Services> => Layer.effect(TurnDriver, make(options))
+
+  /**
+   * @deprecated Renamed `layerWithoutDependencies` in 0.3.0; this alias goes in 0.4.0.
    * @since 0.2.0
    * @category layers
    */
-  static readonly layerOn = (
-    options: Omit<SessionOptions, "sessionId"> = {}
-  ): Layer.Layer<TurnDriver, PendingStoreError, ResolveRuntime.Services> => Layer.effect(TurnDriver, make(options))
+  static readonly layerOn = this.layerWithoutDependencies
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -1,9 +1,9 @@
 /**
- * Custom tools for authors who do not write Effect. `pushPendingAction` stages a pending action whose callbacks
+ * Custom tools for authors who do not write Effect. `stage` stages a pending action whose callbacks
  * return Promises; it forwards into `queueResolveHandler`, so the action behaves like any preview: reminded,
  * forced, resolved exactly once, kept pending when apply fails. `fromCustomTool` / `registerCustomTools` turn
  * `{ name, description, parameters, execute(params, api) }` objects into `ToolDefinition`s, with
- * `api.pushPendingAction` bound to the session that runs the tool.
+ * `api.stage` bound to the session that runs the tool.
  *
  * Errors: a thrown `Error` in `apply` becomes `ApplyFailed` ("Apply failed: <message>"); a thrown object carrying
  * the tool-error marker (`isToolError: true`, see `toolError`) reaches the model unchanged as a `ToolError`.
@@ -17,7 +17,7 @@
  *   description: "Deploy a service (as a preview).",
  *   parameters: { type: "object", properties: { service: { type: "string" } }, required: ["service"] },
  *   execute: async (params, api) => {
- *     await api.pushPendingAction({
+ *     await api.stage({
  *       label: `Deploy: ${params.service}`,
  *       apply: async (reason) => {
  *         if (params.service === "prod") throw CustomTools.toolError("Deploying prod needs a ticket.")
@@ -151,7 +151,7 @@ const describeValue = (value: unknown): string =>
     typeof value
 
 // -----------------------------------------------------------------------------------------------------------------
-// pushPendingAction
+// stage
 // -----------------------------------------------------------------------------------------------------------------
 
 /**
@@ -205,7 +205,7 @@ export class InvalidPendingAction
 }
 
 /**
- * The default `sourceToolName` of `pushPendingAction`.
+ * The default `sourceToolName` of `stage`.
  *
  * @since 0.1.0
  * @category constants
@@ -228,14 +228,14 @@ const validateAction = (action: CustomPendingAction): Option.Option<InvalidPendi
 }
 
 /**
- * Stages a pending action with Promise callbacks: forwards it into `queueResolveHandler` (reminded, forced,
- * resolved exactly once, kept pending when apply fails), with
- * `sourceToolName` defaulting to `"custom_tool"`.
+ * Stages a pending action with Promise callbacks in the current session, as `stage` does for Effect callbacks
+ * (reminded, forced, resolved exactly once, kept pending when apply fails), with `sourceToolName` defaulting to
+ * `"custom_tool"`.
  *
- * @since 0.1.0
+ * @since 0.3.0
  * @category constructors
  */
-export const pushPendingAction = (
+export const stage = (
   action: CustomPendingAction
 ): Effect.Effect<PendingAction.PendingActionHandle, InvalidPendingAction | PendingStoreError, PendingActions> =>
   Effect.suspend((): Effect.Effect<
@@ -289,12 +289,19 @@ export const pushPendingAction = (
     })
   })
 
+/**
+ * @deprecated Renamed `stage` in 0.3.0 (`CustomTools.stage`): one verb for staging; this alias goes in 0.4.0.
+ * @since 0.1.0
+ * @category constructors
+ */
+export const pushPendingAction = stage
+
 // -----------------------------------------------------------------------------------------------------------------
 // the custom-tool adapter
 // -----------------------------------------------------------------------------------------------------------------
 
 /**
- * What `api.pushPendingAction` resolves with.
+ * What `api.stage` resolves with.
  *
  * @since 0.1.0
  * @category models
@@ -314,6 +321,8 @@ export interface PendingActionInfo {
  */
 export interface CustomToolApi {
   /** Stages a pending action in this session. Await it before returning the preview. */
+  readonly stage: (action: CustomPendingAction) => Promise<PendingActionInfo>
+  /** @deprecated Renamed `stage` in 0.3.0; this alias goes in 0.4.0. */
   readonly pushPendingAction: (action: CustomPendingAction) => Promise<PendingActionInfo>
   /** Aborted when the tool call is interrupted. */
   readonly signal: AbortSignal
@@ -560,12 +569,10 @@ const adapt = (tool: CustomTool, strict: StrictSchema): CustomToolDefinition => 
       const runtime = yield* Effect.runtime<PendingActions>()
       const value = yield* Effect.tryPromise({
         try: (signal) =>
-          Promise.resolve().then(() =>
-            tool.execute(params, {
-              signal,
-              pushPendingAction: (action) => runPromise(runtime, pushPendingAction(action)).then(toInfo(runtime))
-            })
-          ),
+          Promise.resolve().then(() => {
+            const stageHere = (action: CustomPendingAction) => runPromise(runtime, stage(action)).then(toInfo(runtime))
+            return tool.execute(params, { signal, stage: stageHere, pushPendingAction: stageHere })
+          }),
         catch: (thrown) => isToolErrorLike(thrown) ? asToolError(thrown) : asToolError(thrown, `${tool.name} failed: `)
       })
       return yield* Option.match(normalize(value), {

@@ -12,11 +12,8 @@
  * import { SqliteStore } from "effect-resolve/sqlite"
  *
  * // A durable session that stages edits registers the kind, and is given the workspace and a FileSystem.
- * const session = ResolveRuntime.durable({
- *   session: "main",
- *   store: SqliteStore.layer({ filename: "/path/to/pending.db" }),
- *   kinds: [FileEditPreview.kind]
- * }).pipe(
+ * const session = ResolveRuntime.layerDurable({ session: "main", kinds: [FileEditPreview.kind] }).pipe(
+ *   Layer.provideMerge(SqliteStore.layer({ filename: "/path/to/pending.db" })),
  *   Layer.provideMerge(Layer.mergeAll(FileEditPreview.layer({ root: "/path/to/workspace" }), NodeContext.layer))
  * )
  * ```
@@ -90,7 +87,7 @@ export interface EditSummary {
 /**
  * The durable kind of an edit: its payload holds the paths, the SHA-256 of the bytes the preview read and the bytes
  * to write, so a restarted process can apply it, and `recover` can tell from the files whether a crashed apply
- * wrote them. A durable session that stages edits registers it: `ResolveRuntime.durable({ kinds: [kind], ... })`,
+ * wrote them. A durable session that stages edits registers it: `ResolveRuntime.layerDurable({ kinds: [kind], ... })`,
  * with `FileEditPreview.layer(...)` and a `FileSystem` (`NodeContext.layer`) provided to it.
  *
  * @since 0.2.0

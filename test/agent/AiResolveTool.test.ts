@@ -11,7 +11,7 @@ const session = (script: ScriptedModel.Script) =>
 
 describe("AiResolveTool", () => {
   it("the provider sees exactly ResolveTool's JSON Schema: every property required, extra nullable text", () => {
-    const sent = Tool.getJsonSchema(AiResolveTool.ResolveAiTool as Tool.Any as any)
+    const sent = Tool.getJsonSchema(AiResolveTool.tool as Tool.Any as any)
     deepStrictEqual(sent, ResolveTool.parameters)
     deepStrictEqual((sent as { required?: unknown }).required, ["action", "reason", "extra", "id"])
   })
@@ -27,7 +27,7 @@ describe("AiResolveTool", () => {
       yield* queue.nextToolChoice
       const response = yield* LanguageModel.generateText({
         prompt: "apply it",
-        toolkit: AiResolveTool.ResolveToolkit,
+        toolkit: AiResolveTool.toolkit,
         toolChoice: { tool: "resolve" }
       })
       yield* queue.resolve
@@ -40,7 +40,7 @@ describe("AiResolveTool", () => {
     Effect.gen(function*() {
       const response = yield* LanguageModel.generateText({
         prompt: "resolve",
-        toolkit: AiResolveTool.ResolveToolkit
+        toolkit: AiResolveTool.toolkit
       })
       const result = response.toolResults[0]!
       assert.isTrue(result.isFailure)
@@ -52,7 +52,7 @@ describe("AiResolveTool", () => {
     Effect.gen(function*() {
       const response = yield* LanguageModel.generateText({
         prompt: "resolve",
-        toolkit: AiResolveTool.ResolveToolkit
+        toolkit: AiResolveTool.toolkit
       })
       deepStrictEqual(
         response.toolResults.map((result) => [result.isFailure, (result.result as AiResolveTool.ResolveFailure).error]),
@@ -76,7 +76,7 @@ describe("AiResolveTool", () => {
         apply: (_reason, extra) => Effect.sync(() => (seen.push(extra), ToolResult.text("approved")))
       })
       yield* queue.nextToolChoice
-      const response = yield* LanguageModel.generateText({ prompt: "apply", toolkit: AiResolveTool.ResolveToolkit })
+      const response = yield* LanguageModel.generateText({ prompt: "apply", toolkit: AiResolveTool.toolkit })
       yield* queue.resolve
       assert.isFalse(response.toolResults[0]!.isFailure)
       deepStrictEqual(seen, [{ title: "my-plan" }])

@@ -139,7 +139,7 @@ const runCase = (c: Case) =>
         reject: () =>
           failing ? failingEffect(c.via, value) as Effect.Effect<never, ToolError> : Effect.succeed(Option.none())
       }) :
-      yield* CustomTools.pushPendingAction({
+      yield* CustomTools.stage({
         label: "Hostile: 1 action",
         apply: () => failing ? failingPromise(c.via, value) : "applied",
         reject: () => failing ? failingPromise(c.via, value) : undefined,

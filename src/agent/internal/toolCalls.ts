@@ -25,7 +25,7 @@ import type * as ResolveRuntime from "../../layers/ResolveRuntime.js"
 import { type PendingActions, track } from "../../services/PendingActions.js"
 import { ResolveConfig, type ResolveConfigShape } from "../../services/ResolveConfig.js"
 import { ResolveTool } from "../../tools/Resolve.js"
-import { ResolveAiTool, toFailure } from "../AiResolveTool.js"
+import { toFailure, tool as resolveTool } from "../AiResolveTool.js"
 import * as ResolveMetrics from "../ResolveMetrics.js"
 import type { ToolCallRecord } from "../TurnDriver.js"
 import { permissiveTools } from "./permissive.js"
@@ -69,7 +69,7 @@ export const runTools = (appToolkit: Toolkit.WithHandler<any> | undefined): RunT
   // The request carries every tool's real JSON Schema, but arguments decode as `unknown`: each call is decoded
   // here, against the real schema, so a bad call gets a failure result instead of failing the whole response
   // (permissive.ts).
-  const wireTools: Record<string, Tool.Any> = { ...permissiveTools(appTools), resolve: ResolveAiTool }
+  const wireTools: Record<string, Tool.Any> = { ...permissiveTools(appTools), resolve: resolveTool }
   const wireToolkit: Toolkit.WithHandler<any> = {
     tools: wireTools,
     handle: () => Effect.dieMessage("effect-resolve: the turn driver runs tool calls itself")
