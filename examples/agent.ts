@@ -10,9 +10,9 @@ import { Tool, Toolkit } from "@effect/ai"
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer, Option, Ref, Schema } from "effect"
 import {
-  PendingAction,
   PendingActions,
   PendingStoreError,
+  Preview,
   queueResolveHandler,
   ResolveConfig,
   ToolResult
@@ -67,7 +67,7 @@ const handlers = (disk: Ref.Ref<Record<string, string>>, failOnce: Ref.Ref<Reado
               if (failing) {
                 return yield* Effect.fail(new Error(`(simulated) ENOSPC: no space left on device, write '${file}'`))
               }
-              yield* PendingAction.commit(Ref.update(disk, (files) => ({ ...files, [file]: content })))
+              yield* Preview.commit(Ref.update(disk, (files) => ({ ...files, [file]: content })))
               return ToolResult.text(`Wrote ${file}.`)
             })
         })

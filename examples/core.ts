@@ -6,7 +6,7 @@
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Option, Ref } from "effect"
 import {
-  PendingAction,
+  Preview,
   queueResolveHandler,
   ResolveRuntime,
   ResolveTool,
@@ -65,7 +65,7 @@ export const coreWalkthrough = Effect.gen(function*() {
     label: "Edit: 1 replacement in 1 file",
     sourceToolName: "edit",
     apply: (reason) =>
-      PendingAction.commit(Ref.set(file, proposed)).pipe(
+      Preview.commit(Ref.set(file, proposed)).pipe(
         Effect.as(ToolResult.text(`Applied the edit (${reason}).`, { files: 1 }))
       )
   })

@@ -2,8 +2,8 @@
 // preview is applied exactly once.
 import { Effect, Option } from "effect"
 import {
-  PendingAction,
   PendingActions,
+  Preview,
   queueResolveHandler,
   ResolveRuntime,
   ResolveTool,
@@ -23,7 +23,7 @@ const session = Effect.gen(function*() {
     sourceToolName: "edit",
     preview: "- export const greet = 'hello'\n+ export const greet = 'hello, world'",
     apply: (reason) =>
-      PendingAction.commit(Effect.sync(() => {
+      Preview.commit(Effect.sync(() => {
         file = "export const greet = 'hello, world'"
         return ToolResult.text(`Wrote greet.ts (${reason})`)
       }))

@@ -16,7 +16,7 @@
  * @since 0.3.0
  */
 import type * as AiError from "@effect/ai/AiError"
-import { directiveLabel } from "../services/PendingAction.js"
+import { directiveLabel } from "../services/Preview.js"
 import type { ModelCapabilities } from "../services/ResolveConfig.js"
 
 const previewPrefix = directiveLabel("")

@@ -52,8 +52,8 @@ import {
   toStrict,
   withoutValueBounds
 } from "../internal/strictSchema.js"
-import * as PendingAction from "../services/PendingAction.js"
 import { type PendingActions, queueResolveHandler } from "../services/PendingActions.js"
+import * as Preview from "../services/Preview.js"
 import type { ToolDefinition } from "../tools/ToolDefinition.js"
 
 // -----------------------------------------------------------------------------------------------------------------
@@ -237,9 +237,9 @@ const validateAction = (action: CustomPendingAction): Option.Option<InvalidPendi
  */
 export const stage = (
   action: CustomPendingAction
-): Effect.Effect<PendingAction.PendingActionHandle, InvalidPendingAction | PendingStoreError, PendingActions> =>
+): Effect.Effect<Preview.Handle, InvalidPendingAction | PendingStoreError, PendingActions> =>
   Effect.suspend((): Effect.Effect<
-    PendingAction.PendingActionHandle,
+    Preview.Handle,
     InvalidPendingAction | PendingStoreError,
     PendingActions
   > => {
@@ -262,7 +262,7 @@ export const stage = (
           })
         )
       )
-      return action.abortable === true ? run : PendingAction.commit(run)
+      return action.abortable === true ? run : Preview.commit(run)
     }
     const reject = action.reject === undefined ? undefined : (reason: string, extra: Extra) =>
       Effect.tryPromise({
@@ -310,7 +310,7 @@ export interface PendingActionInfo {
   readonly id: string
   readonly label: string
   readonly sourceToolName: string
-  readonly status: () => Promise<PendingAction.PendingStatus>
+  readonly status: () => Promise<Preview.PendingStatus>
 }
 
 /**
@@ -488,7 +488,7 @@ const checkParams = (
   return Option.none()
 }
 
-const toInfo = (runtime: Runtime.Runtime<never>) => (handle: PendingAction.PendingActionHandle): PendingActionInfo => ({
+const toInfo = (runtime: Runtime.Runtime<never>) => (handle: Preview.Handle): PendingActionInfo => ({
   id: handle.id,
   label: handle.label,
   sourceToolName: handle.sourceToolName,

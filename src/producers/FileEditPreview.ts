@@ -6,7 +6,7 @@
  * preview as stale if a path now leads elsewhere or a file's bytes changed, before writing anything; otherwise it
  * writes all files or none (an exclusive temporary file with the target's mode in the same directory, each path
  * verified again right before its rename; renamed files are restored from the snapshot if a later step fails), in
- * one uninterruptible `PendingAction.commit`.
+ * one uninterruptible `Preview.commit`.
  *
  * This module is the tool the model calls (`tool`) and the entry to the producer: each part has its own module, and
  * every name is re-exported from here:

@@ -9,8 +9,8 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Ref } from "effect"
 import { deepStrictEqual } from "node:assert/strict"
 import {
-  PendingAction,
   PendingActions,
+  Preview,
   queueResolveHandler,
   ResolveRuntime,
   ResolveTool,
@@ -34,7 +34,7 @@ const runInterruptedAt = (k: number, action: "apply" | "discard") =>
           yield* Effect.yieldNow()
           const current = yield* Ref.get(files)
           yield* Effect.yieldNow()
-          yield* PendingAction.commit(Effect.gen(function*() {
+          yield* Preview.commit(Effect.gen(function*() {
             yield* Ref.update(applies, (n) => n + 1)
             yield* Ref.set(files, { ...current, a: "new a" })
             yield* Effect.yieldNow()

@@ -9,7 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Option, Random, Ref } from "effect"
 import { deepStrictEqual } from "node:assert/strict"
 import {
-  PendingAction,
+  Preview,
   queueResolveHandler,
   ResolveRuntime,
   ResolveTool,
@@ -18,7 +18,7 @@ import {
 } from "../../src/index.js"
 
 const bound = Duration.seconds(20)
-const terminal = new Set<PendingAction.PendingStatus>(["applied", "discarded", "cleared"])
+const terminal = new Set<Preview.PendingStatus>(["applied", "discarded", "cleared"])
 
 // Yield to the other fibers every 32 operations instead of 2048. (Below about 16, a fiber's own yield costs more
 // operations than the budget and it never makes progress.)
@@ -27,7 +27,7 @@ const interleaved = <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.withMaxOps
 /** A session with `count` helpers to stage actions whose apply commits (counts) once per call. */
 const makeStage = Effect.gen(function*() {
   const applied = yield* Ref.make(new Map<string, number>())
-  const handles: Array<PendingAction.PendingActionHandle> = []
+  const handles: Array<Preview.Handle> = []
   const stage = (source: string) =>
     Effect.tap(
       queueResolveHandler({
@@ -37,7 +37,7 @@ const makeStage = Effect.gen(function*() {
           Effect.gen(function*() {
             yield* Effect.yieldNow()
             const handle = handles.find((h) => h.label === `Edit by ${source}`)!
-            yield* PendingAction.commit(
+            yield* Preview.commit(
               Ref.update(applied, (m) => new Map(m).set(handle.id, (m.get(handle.id) ?? 0) + 1))
             )
             return ToolResult.text(`applied ${source}`)
@@ -50,7 +50,7 @@ const makeStage = Effect.gen(function*() {
 
 /** Every action is terminal after a final `clear`, and applied at most once — exactly once when applied. */
 const checkEndsOnce = (
-  handles: ReadonlyArray<PendingAction.PendingActionHandle>,
+  handles: ReadonlyArray<Preview.Handle>,
   applied: Ref.Ref<Map<string, number>>
 ) =>
   Effect.gen(function*() {

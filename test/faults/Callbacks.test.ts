@@ -9,8 +9,8 @@ import { Cause, Effect, Exit, Fiber, Layer, Logger, Option, Ref, Stream } from "
 import { deepStrictEqual } from "node:assert/strict"
 import {
   ApplyFailed,
-  PendingAction,
   PendingActions,
+  Preview,
   queueResolveHandler,
   ResolveRuntime,
   ResolveTool,
@@ -234,8 +234,8 @@ describe("pending-action callbacks that fail or die", () => {
         const error = failureOf(exit)
         assert.instanceOf(error, ApplyFailed)
         if (!(error instanceof ApplyFailed)) return
-        assert.instanceOf(error.cause, PendingAction.UnprintableFailure)
-        assert.strictEqual((error.cause as PendingAction.UnprintableFailure).original, value)
+        assert.instanceOf(error.cause, Preview.UnprintableFailure)
+        assert.strictEqual((error.cause as Preview.UnprintableFailure).original, value)
         assert.strictEqual((error.cause as Error).message, "{\"n\":1n}")
         // effect's own printer (and so a rejected Effect.runPromise) works on it.
         assert.include(Cause.pretty(Exit.isFailure(exit) ? exit.cause : Cause.empty), "Apply failed: {\"n\":1n}")

@@ -16,9 +16,9 @@ import { deepStrictEqual } from "@effect/vitest/utils"
 import { Effect, Layer, Option, Redacted, Ref, Schema } from "effect"
 import { ProviderToolChoice, TurnDriver } from "../../src/ai.js"
 import {
-  type PendingAction,
   PendingActions,
   PendingStoreError,
+  type Preview,
   queueResolveHandler,
   ResolveConfig,
   type ResolveConfigShape,
@@ -41,7 +41,7 @@ const Tools = Toolkit.make(Edit)
 
 interface World {
   readonly files: Ref.Ref<Record<string, string>>
-  readonly handles: Ref.Ref<ReadonlyArray<PendingAction.PendingActionHandle>>
+  readonly handles: Ref.Ref<ReadonlyArray<Preview.Handle>>
 }
 
 const handlers = (world: World) =>
@@ -61,7 +61,7 @@ const handlers = (world: World) =>
 
 const makeWorld = Effect.all({
   files: Ref.make<Record<string, string>>({}),
-  handles: Ref.make<ReadonlyArray<PendingAction.PendingActionHandle>>([])
+  handles: Ref.make<ReadonlyArray<Preview.Handle>>([])
 })
 
 const statusOf = (world: World) => Effect.flatMap(Ref.get(world.handles), (handles) => handles[0]!.status)

@@ -7,7 +7,9 @@ import {
   NoPendingAction,
   PendingAction,
   PendingActions,
+  type PendingActionSpec,
   PendingStore,
+  Preview,
   queueResolveHandler,
   resolve,
   ResolveRuntime,
@@ -198,4 +200,18 @@ describe("ResolveRuntime.layerDurable and the 0.2 names", () => {
       ))
       assert.strictEqual(ToolResult.textOf(result), "noted b")
     }))
+})
+
+describe("the 0.2 names of the core", () => {
+  it("PendingAction is the Preview module under its old name", () => {
+    assert.strictEqual(PendingAction.commit, Preview.commit)
+    assert.strictEqual(PendingAction.directiveLabel("edit"), Preview.directiveLabel("edit"))
+    const spec: PendingActionSpec = {
+      label: "x",
+      sourceToolName: "t",
+      apply: () => Effect.succeed(ToolResult.text(""))
+    }
+    const same: Preview.Spec = spec
+    assert.strictEqual(same.label, "x")
+  })
 })

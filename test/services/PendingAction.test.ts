@@ -4,8 +4,8 @@ import { Context, Deferred, Effect, Fiber, Layer, Option, Ref } from "effect"
 import {
   ApplyFailed,
   NoPendingAction,
-  PendingAction,
   PendingActions,
+  Preview,
   queueResolveHandler,
   type RejectReason,
   ResolveRuntime,
@@ -81,7 +81,7 @@ describe("queueResolveHandler (§5)", () => {
       })
       assert.strictEqual(handle.label, "AST Edit: 2 replacements in 1 file")
       assert.strictEqual(handle.sourceToolName, "ast_edit")
-      assert.strictEqual(PendingAction.directiveLabel("ast_edit"), "pending-action:ast_edit")
+      assert.strictEqual(Preview.directiveLabel("ast_edit"), "pending-action:ast_edit")
       deepStrictEqual(yield* queue.inspect, ["pending-action:ast_edit", "earlier"])
       deepStrictEqual(yield* queue.nextToolChoice, resolveChoice)
       const info = Option.getOrThrow(yield* queue.inFlight)
@@ -299,7 +299,7 @@ describe("queueResolveHandler (§5)", () => {
           sourceToolName: "edit",
           apply: () =>
             Effect.zipRight(
-              Effect.flatMap(Effect.fork(PendingAction.commit(Effect.void)), Fiber.join),
+              Effect.flatMap(Effect.fork(Preview.commit(Effect.void)), Fiber.join),
               Effect.fail(new Error("after the write"))
             )
         })
@@ -315,8 +315,7 @@ describe("queueResolveHandler (§5)", () => {
           queueResolveHandler({
             label: committing ? "committed" : "uncommitted",
             sourceToolName: "edit",
-            apply: () =>
-              Effect.zipRight(committing ? PendingAction.commit(Effect.void) : Effect.void, Effect.fail("boom"))
+            apply: () => Effect.zipRight(committing ? Preview.commit(Effect.void) : Effect.void, Effect.fail("boom"))
           })
         const first = yield* failing(true)
         yield* queue.nextToolChoice
@@ -328,24 +327,24 @@ describe("queueResolveHandler (§5)", () => {
         yield* Effect.flip(ResolveTool.execute({ action: "apply", reason: "ok" }))
         assert.strictEqual(yield* second.status, "pending")
         // A commit after the calls marks nothing.
-        yield* PendingAction.commit(Effect.void)
+        yield* Preview.commit(Effect.void)
         assert.strictEqual(yield* second.status, "pending")
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
     it.effect("commit outside apply just runs its effect", () =>
       Effect.gen(function*() {
-        assert.strictEqual(yield* PendingAction.commit(Effect.succeed(42)), 42)
+        assert.strictEqual(yield* Preview.commit(Effect.succeed(42)), 42)
       }))
 
     it.effect("runResolveInvocation serves standing handlers with the same mapping and details", () =>
       Effect.gen(function*() {
         const standing = yield* StandingResolveHandler
-        const spec: PendingAction.PendingActionSpec<Error> = {
+        const spec: Preview.Spec<Error> = {
           label: "Plan: migrate",
           sourceToolName: "exit_plan_mode",
           apply: (_reason, extra) => Effect.succeed(ToolResult.text(`approved ${String(extra.title)}`, { plan: 1 }))
         }
-        yield* standing.set((call) => PendingAction.runResolveInvocation(spec, call))
+        yield* standing.set((call) => Preview.runResolveInvocation(spec, call))
         const applied = yield* ResolveTool.execute({ action: "apply", reason: "ok", extra: { title: "p" } })
         assert.strictEqual(ToolResult.textOf(applied), "approved p")
         deepStrictEqual(applied.details, {
@@ -357,12 +356,12 @@ describe("queueResolveHandler (§5)", () => {
           sourceResultDetails: { plan: 1 }
         })
         const discarded = yield* ResolveTool.execute({ action: "discard", reason: "no" })
-        assert.strictEqual(ToolResult.textOf(discarded), PendingAction.discardedText("Plan: migrate", "no"))
-        assert.strictEqual(PendingAction.discardedText("L", "R"), "Discarded: L. Reason: R")
+        assert.strictEqual(ToolResult.textOf(discarded), Preview.discardedText("Plan: migrate", "no"))
+        assert.strictEqual(Preview.discardedText("L", "R"), "Discarded: L. Reason: R")
       }).pipe(Effect.provide(ResolveRuntime.layer)))
 
     it("withResolveDetails keeps the content and omits absent fields", () => {
-      const merged = PendingAction.withResolveDetails(ToolResult.text("t"), { action: "apply", reason: "r" })
+      const merged = Preview.withResolveDetails(ToolResult.text("t"), { action: "apply", reason: "r" })
       deepStrictEqual(merged, {
         content: [{ type: "text", text: "t" }],
         details: { action: "apply", reason: "r" }

@@ -8,9 +8,9 @@ import { Effect, Layer, Logger, Ref, Schema } from "effect"
 import * as ScriptedModel from "../../src/agent/ScriptedModel.js"
 import { TurnDriver } from "../../src/agent/TurnDriver.js"
 import {
-  PendingAction,
   PendingActions,
   PendingStoreError,
+  Preview,
   queueResolveHandler,
   ResolveConfig,
   type ResolveConfigShape,
@@ -34,7 +34,7 @@ export const AppTools = Toolkit.make(Edit, Search)
 
 export interface World {
   readonly files: Ref.Ref<Record<string, string>>
-  readonly handles: Ref.Ref<ReadonlyArray<PendingAction.PendingActionHandle>>
+  readonly handles: Ref.Ref<ReadonlyArray<Preview.Handle>>
   readonly searches: Ref.Ref<ReadonlyArray<string>>
   /** How many applies fail before one succeeds. */
   readonly failingApplies: Ref.Ref<number>
@@ -42,7 +42,7 @@ export interface World {
 
 export const makeWorld = Effect.all({
   files: Ref.make<Record<string, string>>({}),
-  handles: Ref.make<ReadonlyArray<PendingAction.PendingActionHandle>>([]),
+  handles: Ref.make<ReadonlyArray<Preview.Handle>>([]),
   searches: Ref.make<ReadonlyArray<string>>([]),
   failingApplies: Ref.make(0)
 })
@@ -58,7 +58,7 @@ export const handlers = (world: World) =>
             Effect.gen(function*() {
               const failing = yield* Ref.getAndUpdate(world.failingApplies, (n) => Math.max(0, n - 1))
               if (failing > 0) return yield* Effect.fail(new Error("disk is full"))
-              yield* PendingAction.commit(Ref.update(world.files, (files) => ({ ...files, [file]: text })))
+              yield* Preview.commit(Ref.update(world.files, (files) => ({ ...files, [file]: text })))
               return ToolResult.text(`Wrote ${file}`)
             })
         })

@@ -8,8 +8,8 @@ import {
   InvalidResolveParams,
   NoPendingAction,
   nothingToDiscardText,
-  PendingAction,
   PendingActionNotPending,
+  Preview,
   queueResolveHandler,
   resolve,
   ResolveConfig,
@@ -44,7 +44,7 @@ const remindersPending = Effect.map(
 )
 
 /** Everything a resolve call could change. */
-const snapshot = (handle: PendingAction.PendingActionHandle) =>
+const snapshot = (handle: Preview.Handle) =>
   Effect.gen(function*() {
     const queue = yield* ToolChoiceQueue
     const bus = yield* SteeringBus
@@ -433,7 +433,7 @@ describe("resolve", () => {
                 yield* Deferred.succeed(started, void 0)
                 yield* Effect.never // slow work before the write
               }
-              yield* PendingAction.commit(Ref.update(writes, (k) => k + 1))
+              yield* Preview.commit(Ref.update(writes, (k) => k + 1))
               return ToolResult.text("written")
             })
         })
@@ -479,7 +479,7 @@ describe("resolve", () => {
           ...edit,
           apply: () =>
             Effect.gen(function*() {
-              yield* PendingAction.commit(Ref.update(writes, (k) => k + 1))
+              yield* Preview.commit(Ref.update(writes, (k) => k + 1))
               yield* Deferred.succeed(committed, void 0)
               yield* Effect.never // slow work after the write (formatting, reporting)
               return ToolResult.text("written")
@@ -507,7 +507,7 @@ describe("resolve", () => {
           ...edit,
           apply: () =>
             Effect.as(
-              PendingAction.commit(Effect.gen(function*() {
+              Preview.commit(Effect.gen(function*() {
                 yield* Ref.update(writes, (w) => [...w, "first half"])
                 yield* Deferred.succeed(inside, void 0)
                 yield* Deferred.await(release)

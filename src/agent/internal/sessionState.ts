@@ -14,7 +14,7 @@ import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 import type { PendingStoreError } from "../../domain/Errors.js"
 import { SteeringMessage } from "../../domain/SteeringMessage.js"
-import { directiveLabel } from "../../services/PendingAction.js"
+import { directiveLabel } from "../../services/Preview.js"
 import { type Forcing, noForcing } from "./forcingMap.js"
 import type { Session } from "./session.js"
 

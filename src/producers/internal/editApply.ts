@@ -22,7 +22,7 @@ import * as NFS from "node:fs/promises"
 import { ToolError } from "../../domain/Errors.js"
 import type * as ToolResult from "../../domain/ToolResult.js"
 import { messageOf } from "../../internal/render.js"
-import * as PendingAction from "../../services/PendingAction.js"
+import * as Preview from "../../services/Preview.js"
 import { EditFileLocked, EditWriteFailed } from "../EditErrors.js"
 import type { EditFile, EditPayload } from "../EditKind.js"
 import { Workspace, type WorkspaceConfig } from "../EditWorkspace.js"
@@ -326,6 +326,6 @@ export const applyEdit = (
     }
     if (stale.length > 0) return yield* staleError(stale, "after the preview")
     // Write phase: all files or none, uninterruptible; the action counts as applied only if it succeeds.
-    yield* PendingAction.commit(writeAll(fs, locked.place, checked))
+    yield* Preview.commit(writeAll(fs, locked.place, checked))
     return appliedResult(payload, reason)
   }))
