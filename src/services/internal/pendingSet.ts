@@ -63,11 +63,8 @@ export interface Entry {
   readonly order: number
 }
 
-/**
- * A session: what it is (fixed when it opens) and what it holds. One object per session, mutable, read and changed
- * only inside synchronous blocks like an `Entry`; the modules of `services/internal/` are functions over it.
- */
-export interface State {
+/** What a session is: fixed when it opens. */
+export interface Setup {
   /** The session the actions belong to (the key of a durable session). */
   readonly session: string
   /** The start of this session's action ids (`pa_<random>_`); `count` follows it. */
@@ -96,6 +93,13 @@ export interface State {
   readonly pruneWanted: Queue.Queue<void>
   /** Every change of an action, as its new info, for `subscribe`. */
   readonly hub: PubSub.PubSub<PendingActionInfo>
+}
+
+/**
+ * A session: what it is and what it holds. One object per session, mutable, read and changed only inside
+ * synchronous blocks like an `Entry`; the modules of `services/internal/` are functions over it.
+ */
+export interface State extends Setup {
   /**
    * How many subscriptions are open: info objects are built only while someone listens (staging is every preview's
    * hot path).
@@ -131,39 +135,21 @@ export interface State {
 const minCompactAt = 64
 
 /** A session's state, holding nothing yet. */
-export const make = (
-  fixed: Pick<
-    State,
-    | "session"
-    | "prefix"
-    | "owner"
-    | "lease"
-    | "store"
-    | "kinds"
-    | "kindContext"
-    | "queue"
-    | "bus"
-    | "now"
-    | "retainSettled"
-    | "retention"
-    | "pruneWanted"
-    | "hub"
-  >
-): State => ({
-  session: fixed.session,
-  prefix: fixed.prefix,
-  owner: fixed.owner,
-  lease: fixed.lease,
-  store: fixed.store,
-  kinds: fixed.kinds,
-  kindContext: fixed.kindContext,
-  queue: fixed.queue,
-  bus: fixed.bus,
-  now: fixed.now,
-  retainSettled: fixed.retainSettled,
-  retention: fixed.retention,
-  pruneWanted: fixed.pruneWanted,
-  hub: fixed.hub,
+export const make = (setup: Setup): State => ({
+  session: setup.session,
+  prefix: setup.prefix,
+  owner: setup.owner,
+  lease: setup.lease,
+  store: setup.store,
+  kinds: setup.kinds,
+  kindContext: setup.kindContext,
+  queue: setup.queue,
+  bus: setup.bus,
+  now: setup.now,
+  retainSettled: setup.retainSettled,
+  retention: setup.retention,
+  pruneWanted: setup.pruneWanted,
+  hub: setup.hub,
   listeners: 0,
   entries: new Map(),
   stack: [],
@@ -243,6 +229,7 @@ export const subscribe = (s: State): Effect.Effect<Stream.Stream<PendingActionIn
 // Expiry
 // ---------------------------------------------------------------------------------------------------------------
 
+/** Whether an entry is past its expiry (it may still read `pending` until something looks). */
 export const isDue = (s: State, entry: Entry): boolean => entry.expiresAt !== undefined && s.now() >= entry.expiresAt
 
 /** A pending action past its expiry is `expired`; durable, the store's write is owed (see `payOwed`). */
