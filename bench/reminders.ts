@@ -11,7 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { ScriptedModel, TurnDriver } from "../dist/ai.js"
-import { PendingActions, PendingStoreError, queueResolveHandler, SteeringMessage, ToolResult } from "../dist/index.js"
+import { PendingActions, PendingStoreError, stage, SteeringMessage, ToolResult } from "../dist/index.js"
 
 const previews = Number(process.env.PREVIEWS ?? 100)
 
@@ -39,7 +39,7 @@ const diff = (file: string) =>
 const handlers = Tools.toLayer({
   edit: ({ file }) =>
     Effect.as(
-      queueResolveHandler({
+      stage({
         label: `Edit: ${file}`,
         sourceToolName: "edit",
         apply: () => Effect.succeed(ToolResult.text(`Applied: 1 replacement in ${file}.`))

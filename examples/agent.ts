@@ -9,14 +9,7 @@ import type { AiError } from "@effect/ai"
 import { Tool, Toolkit } from "@effect/ai"
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer, Option, Ref, Schema } from "effect"
-import {
-  PendingActions,
-  PendingStoreError,
-  Preview,
-  queueResolveHandler,
-  ResolveConfig,
-  ToolResult
-} from "effect-resolve"
+import { PendingActions, PendingStoreError, Preview, ResolveConfig, stage, ToolResult } from "effect-resolve"
 import {
   type ResolveMetrics,
   ScriptedModel,
@@ -55,7 +48,7 @@ const handlers = (disk: Ref.Ref<Record<string, string>>, failOnce: Ref.Ref<Reado
     edit: ({ content, file }) =>
       Effect.gen(function*() {
         const before = (yield* Ref.get(disk))[file] ?? ""
-        yield* queueResolveHandler({
+        yield* stage({
           label: `Edit: 1 file (${file})`,
           sourceToolName: "edit",
           apply: () =>

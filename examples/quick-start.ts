@@ -4,9 +4,9 @@ import { Effect, Option } from "effect"
 import {
   PendingActions,
   Preview,
-  queueResolveHandler,
   ResolveRuntime,
   ResolveTool,
+  stage,
   SteeringBus,
   ToolChoiceQueue,
   ToolResult
@@ -18,7 +18,7 @@ const session = Effect.gen(function*() {
   let file = "export const greet = 'hello'"
 
   // 1. A tool stages its work instead of doing it. `commit` marks the irreversible part of apply.
-  const preview = yield* queueResolveHandler({
+  const preview = yield* stage({
     label: "Edit: 1 replacement in 1 file",
     sourceToolName: "edit",
     preview: "- export const greet = 'hello'\n+ export const greet = 'hello, world'",

@@ -54,6 +54,7 @@ export {
   PendingActions,
   queueResolveHandler,
   type Retention,
+  stage,
   type StageInfo,
   stageKind,
   track

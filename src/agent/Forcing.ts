@@ -22,7 +22,7 @@ import type { ModelCapabilities } from "../services/ResolveConfig.js"
 const previewPrefix = directiveLabel("")
 
 /**
- * Whether a directive label is the one `queueResolveHandler` gives a preview.
+ * Whether a directive label is the one `stage` gives a preview.
  *
  * @since 0.1.0
  * @category guards

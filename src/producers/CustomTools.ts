@@ -1,6 +1,6 @@
 /**
  * Custom tools for authors who do not write Effect. `stage` stages a pending action whose callbacks
- * return Promises; it forwards into `queueResolveHandler`, so the action behaves like any preview: reminded,
+ * return Promises; it forwards into the core `stage`, so the action behaves like any preview: reminded,
  * forced, resolved exactly once, kept pending when apply fails. `fromCustomTool` / `registerCustomTools` turn
  * `{ name, description, parameters, execute(params, api) }` objects into `ToolDefinition`s, with
  * `api.stage` bound to the session that runs the tool.
@@ -52,7 +52,7 @@ import {
   toStrict,
   withoutValueBounds
 } from "../internal/strictSchema.js"
-import { type PendingActions, queueResolveHandler } from "../services/PendingActions.js"
+import { type PendingActions, stage as stagePreview } from "../services/PendingActions.js"
 import * as Preview from "../services/Preview.js"
 import type { ToolDefinition } from "../tools/ToolDefinition.js"
 
@@ -281,7 +281,7 @@ export const stage = (
             })
         )
       )
-    return queueResolveHandler({
+    return stagePreview({
       label,
       sourceToolName: action.sourceToolName ?? defaultSourceToolName,
       apply,

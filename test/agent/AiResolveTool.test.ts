@@ -4,7 +4,7 @@ import { deepStrictEqual } from "@effect/vitest/utils"
 import { Effect, Layer } from "effect"
 import * as AiResolveTool from "../../src/agent/AiResolveTool.js"
 import * as ScriptedModel from "../../src/agent/ScriptedModel.js"
-import { queueResolveHandler, ResolveRuntime, ResolveTool, ToolChoiceQueue, ToolResult } from "../../src/index.js"
+import { ResolveRuntime, ResolveTool, stage, ToolChoiceQueue, ToolResult } from "../../src/index.js"
 
 const session = (script: ScriptedModel.Script) =>
   Layer.mergeAll(ScriptedModel.layer(script), AiResolveTool.layer, ResolveRuntime.layer)
@@ -19,7 +19,7 @@ describe("AiResolveTool", () => {
   it.effect("in a plain generateText turn, resolve applies the in-flight preview", () =>
     Effect.gen(function*() {
       const queue = yield* ToolChoiceQueue
-      const handle = yield* queueResolveHandler({
+      const handle = yield* stage({
         label: "Edit: 1 file",
         sourceToolName: "edit",
         apply: () => Effect.succeed(ToolResult.text("written"))
@@ -70,7 +70,7 @@ describe("AiResolveTool", () => {
     Effect.gen(function*() {
       const queue = yield* ToolChoiceQueue
       const seen: Array<unknown> = []
-      yield* queueResolveHandler({
+      yield* stage({
         label: "Plan: 1",
         sourceToolName: "plan",
         apply: (_reason, extra) => Effect.sync(() => (seen.push(extra), ToolResult.text("approved")))

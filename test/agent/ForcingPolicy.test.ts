@@ -9,7 +9,7 @@ import { Effect, Option, Ref } from "effect"
 import * as ProviderToolChoice from "../../src/agent/ProviderToolChoice.js"
 import * as ScriptedModel from "../../src/agent/ScriptedModel.js"
 import { ResolveNotCalled, skippedText, TurnDriver } from "../../src/agent/TurnDriver.js"
-import { queueResolveHandler, ToolChoice, ToolChoiceQueue, ToolResult } from "../../src/index.js"
+import { stage, ToolChoice, ToolChoiceQueue, ToolResult } from "../../src/index.js"
 import {
   AppTools,
   countReminders,
@@ -140,15 +140,15 @@ describe("TurnDriver: the forcing policy", () => {
       yield* Effect.gen(function*() {
         const driver = yield* TurnDriver
         const order = yield* Ref.make<ReadonlyArray<string>>([])
-        const stage = (name: string) =>
-          queueResolveHandler({
+        const stageOne = (name: string) =>
+          stage({
             label: `Edit: ${name}`,
             sourceToolName: "edit",
             apply: () => Effect.as(Ref.update(order, (all) => [...all, `apply ${name}`]), ToolResult.text("ok")),
             reject: () => Effect.as(Ref.update(order, (all) => [...all, `discard ${name}`]), Option.none())
           })
-        const first = yield* stage("first")
-        const second = yield* stage("second")
+        const first = yield* stageOne("first")
+        const second = yield* stageOne("second")
         yield* driver.run("Resolve both", { toolkit: AppTools })
         deepStrictEqual(yield* Ref.get(order), ["apply second", "discard first"])
         assert.strictEqual(yield* first.status, "discarded")

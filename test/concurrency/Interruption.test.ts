@@ -11,9 +11,9 @@ import { deepStrictEqual } from "node:assert/strict"
 import {
   PendingActions,
   Preview,
-  queueResolveHandler,
   ResolveRuntime,
   ResolveTool,
+  stage,
   ToolChoiceQueue,
   ToolResult
 } from "../../src/index.js"
@@ -25,7 +25,7 @@ const runInterruptedAt = (k: number, action: "apply" | "discard") =>
     const queue = yield* ToolChoiceQueue
     const files = yield* Ref.make({ a: "old a", b: "old b" })
     const applies = yield* Ref.make(0)
-    const handle = yield* queueResolveHandler({
+    const handle = yield* stage({
       label: "Edit: 2 replacements in 2 files",
       sourceToolName: "edit",
       apply: () =>
@@ -126,7 +126,7 @@ describe("interruption at every yield point of resolve", () => {
   it.effect("a resolve fiber interrupted before it runs leaves the in-flight preview resolvable", () =>
     Effect.gen(function*() {
       const queue = yield* ToolChoiceQueue
-      const handle = yield* queueResolveHandler({
+      const handle = yield* stage({
         label: "Edit",
         sourceToolName: "edit",
         apply: () => Effect.succeed(ToolResult.text("ok"))

@@ -19,10 +19,10 @@ import {
   PendingActions,
   PendingStoreError,
   type Preview,
-  queueResolveHandler,
   ResolveConfig,
   type ResolveConfigShape,
   ResolveTool,
+  stage,
   SteeringMessage,
   ToolChoice,
   ToolResult
@@ -48,7 +48,7 @@ const handlers = (world: World) =>
   Tools.toLayer({
     edit: ({ file, text }) =>
       Effect.gen(function*() {
-        const handle = yield* queueResolveHandler({
+        const handle = yield* stage({
           label: `Edit: 1 file (${file})`,
           sourceToolName: "edit",
           apply: () =>

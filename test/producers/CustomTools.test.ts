@@ -16,7 +16,7 @@ const turn = (call: { readonly action: "apply" | "discard"; readonly reason: str
   })
 
 describe("CustomTools.stage", () => {
-  it.effect("forwards into queueResolveHandler with sourceToolName custom_tool; apply gets reason and extra", () =>
+  it.effect("forwards into stage with sourceToolName custom_tool; apply gets reason and extra", () =>
     Effect.gen(function*() {
       const calls: Array<unknown> = []
       const handle = yield* CustomTools.stage({

@@ -14,9 +14,9 @@ import { AiResolveTool } from "../../src/ai.js"
 import { CustomTools } from "../../src/custom.js"
 import {
   ApplyFailed,
-  queueResolveHandler,
   ResolveRuntime,
   ResolveTool,
+  stage,
   ToolChoiceQueue,
   ToolError,
   ToolResult
@@ -132,7 +132,7 @@ const runCase = (c: Case) =>
     const value = build(c.recipe)
     let failing = true
     const handle = c.source === "effect" ?
-      yield* queueResolveHandler({
+      yield* stage({
         label: "Hostile: 1 action",
         sourceToolName: "hostile",
         apply: () => failing ? failingEffect(c.via, value) : Effect.succeed(ToolResult.text("applied")),

@@ -16,10 +16,10 @@ import { Cause, Deferred, Effect, Exit, FastCheck as fc, Fiber, Layer, Logger, M
 import { deepStrictEqual } from "node:assert/strict"
 import {
   Preview,
-  queueResolveHandler,
   type RejectReason,
   ResolveRuntime,
   ResolveTool,
+  stage,
   StandingResolveHandler,
   SteeringBus,
   ToolChoiceQueue,
@@ -196,7 +196,7 @@ class StageCmd implements Cmd {
       model.reminders++
       real.applied.push(0)
       const policy = this.reject
-      const handle = await real.rt.runPromise(queueResolveHandler({
+      const handle = await real.rt.runPromise(stage({
         label,
         sourceToolName: this.source,
         apply: realApply(real, index),

@@ -11,9 +11,9 @@ import {
   PendingActions,
   PendingStoreError,
   Preview,
-  queueResolveHandler,
   ResolveConfig,
   type ResolveConfigShape,
+  stage,
   SteeringMessage,
   ToolResult
 } from "../../src/index.js"
@@ -51,7 +51,7 @@ export const handlers = (world: World) =>
   AppTools.toLayer({
     edit: ({ file, text }) =>
       Effect.gen(function*() {
-        const handle = yield* queueResolveHandler({
+        const handle = yield* stage({
           label: `Edit: 1 replacement in ${file}`,
           sourceToolName: "edit",
           apply: () =>

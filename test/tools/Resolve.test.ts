@@ -10,12 +10,12 @@ import {
   nothingToDiscardText,
   PendingActionNotPending,
   Preview,
-  queueResolveHandler,
   resolve,
   ResolveConfig,
   type ResolveDetails,
   ResolveRuntime,
   ResolveTool,
+  stage,
   SteeringBus,
   SteeringMessage,
   ToolChoice,
@@ -25,13 +25,13 @@ import {
 } from "../../src/index.js"
 import { invalidInputs } from "./invalid-inputs.js"
 
-type Spec = Parameters<typeof queueResolveHandler<unknown, never>>[0]
+type Spec = Parameters<typeof stage<unknown, never>>[0]
 
 /** Stages a preview and serves its forced turn, as the turn driver would. */
 const stageAndServe = (spec: Spec) =>
   Effect.gen(function*() {
     const queue = yield* ToolChoiceQueue
-    const handle = yield* queueResolveHandler(spec)
+    const handle = yield* stage(spec)
     deepStrictEqual(yield* queue.nextToolChoice, Option.some(ToolChoice.forceTool("resolve")))
     return handle
   })
@@ -63,7 +63,7 @@ describe("resolve", () => {
     Effect.gen(function*() {
       const queue = yield* ToolChoiceQueue
       let applied = 0
-      const handle = yield* queueResolveHandler({
+      const handle = yield* stage({
         ...edit,
         apply: () => Effect.sync(() => (applied++, ToolResult.text("done")))
       })
@@ -95,7 +95,7 @@ describe("resolve", () => {
       Effect.gen(function*() {
         const queue = yield* ToolChoiceQueue
         let applied = 0
-        const handle = yield* queueResolveHandler({
+        const handle = yield* stage({
           ...edit,
           apply: () => Effect.sync(() => (applied++, ToolResult.text("done")))
         })
@@ -242,7 +242,7 @@ describe("resolve", () => {
         const queue = yield* ToolChoiceQueue
         const bus = yield* SteeringBus
         const attempts = yield* Ref.make(0)
-        const handle = yield* queueResolveHandler({
+        const handle = yield* stage({
           ...edit,
           apply: () =>
             Effect.flatMap(
