@@ -24,7 +24,7 @@ import type { SteeringBus } from "../SteeringBus.js"
 import type { ToolChoiceQueue } from "../ToolChoiceQueue.js"
 import type * as Invocation from "./invocation.js"
 import { badCursor, checkPage } from "./pendingStore.js"
-import { type RetentionPlan, wantPrune } from "./retention.js"
+import { type RetentionPlan, settledInStore } from "./retention.js"
 
 /** What runs an action: its callbacks, and the context they run with (the staging fiber's, or the kinds'). */
 export interface Runner {
@@ -195,7 +195,6 @@ export const publish = (s: State, entry: Entry): void => {
 /** A settled entry joins the kept ones (a settled record read from the store joins them directly). */
 export const retire = (s: State, entry: Entry): void => {
   entry.retired = true
-  if (s.retention !== undefined && ++s.settledSincePrune >= s.retention.every) wantPrune(s)
   s.settled.push(entry)
   if (s.settled.length - s.settledHead <= s.retainSettled) return
   const oldest = s.settled[s.settledHead]!
@@ -263,9 +262,13 @@ export const write = (
   from: ReadonlyArray<PendingStatus>,
   to: PendingStatus
 ): Effect.Effect<void> =>
-  s.store === undefined ? Effect.void : Effect.catchAllCause(
+  s.store === undefined ? Effect.void : Effect.matchCauseEffect(
     Effect.retry(s.store.transition({ id, from, to, now: s.now() }), storeRetry),
-    (cause) => Effect.logError(`effect-resolve: could not record ${id} as ${to} in the pending store`, cause)
+    {
+      onFailure: (cause) =>
+        Effect.logError(`effect-resolve: could not record ${id} as ${to} in the pending store`, cause),
+      onSuccess: (done) => Effect.sync(() => done && isTerminal(to) && settledInStore(s))
+    }
   ).pipe(Effect.asVoid)
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ import {
   storeRetry,
   write
 } from "./pendingSet.js"
+import { settledInStore } from "./retention.js"
 import { adopt, reread, restoreEntry } from "./storeMirror.js"
 
 type Restore = <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
@@ -89,7 +90,7 @@ const settleStore = (s: State, entry: Entry, to: PendingStore.SettleStatus, outc
         ),
       onSuccess: (settled) =>
         settled ?
-          Effect.void :
+          Effect.sync(() => to !== "pending" && settledInStore(s)) :
           Effect.logWarning(`effect-resolve: ${entry.id} was recovered by another process while it was resolved`)
     }
   )
@@ -217,6 +218,7 @@ const discardDead = (
       if (!done) return Effect.zipRight(reread(s, entry, store), Effect.fail(notPending(s, entry)))
       const result = Invocation.settled(entry, invocation, Option.none())
       finish(s, entry, "discarded", outcomeText(result))
+      settledInStore(s)
       return Effect.succeed(result)
     }
   )
@@ -375,6 +377,7 @@ export const clear = (s: State, id: string): Effect.Effect<boolean, PendingStore
     return Effect.flatMap(store.transition({ id, from: [entry.status], to: "cleared", now: s.now() }), (done) => {
       if (!done) return Effect.as(reread(s, entry, store), false)
       finish(s, entry, "cleared", entry.outcome)
+      settledInStore(s)
       return Effect.succeed(true)
     })
   })

@@ -50,10 +50,19 @@ export const retentionOf = (
   })
 }
 
-/** Wakes the pruning fiber (a settle counts towards the next wake in `PendingSet.retire`). */
+/** Wakes the pruning fiber. */
 export const wantPrune = (s: State): void => {
   s.settledSincePrune = 0
   s.pruneWanted.unsafeOffer(undefined)
+}
+
+/**
+ * Counts a settle the store has recorded, and wakes the pruning fiber every `retention.every` of them. Counted once
+ * the write landed, not when the mirror settled: a prune woken earlier could run before the record it was woken
+ * for is settled in the store, and nothing would wake it again.
+ */
+export const settledInStore = (s: State): void => {
+  if (s.retention !== undefined && ++s.settledSincePrune >= s.retention.every) wantPrune(s)
 }
 
 /** Forks the pruning fiber in the session's scope, and wakes it once. */
