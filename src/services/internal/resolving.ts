@@ -164,9 +164,10 @@ const claimInStore = (
   const at = s.now()
   return Effect.matchCauseEffect(store.claim({ id: entry.id, owner: s.owner, leaseUntil: at + s.lease, now: at }), {
     onFailure: (cause) => {
+      const dropped = entry.dropped
       finish(s, entry, "pending", entry.outcome)
       entry.attempts--
-      return Effect.failCause(cause)
+      return Effect.zipRight(honourDrop(s, entry, dropped), Effect.failCause(cause))
     },
     onSuccess: (claimed) => {
       if (Option.isSome(claimed) && claimed.value.status === "unreadable") {
@@ -177,10 +178,12 @@ const claimInStore = (
         return Effect.zipRight(
           settleStore(s, entry, "pending", claimed.value.outcome ?? undefined),
           Effect.suspend(() => {
+            const dropped = entry.dropped
+            entry.dropped = false
             entry.status = "unreadable"
             entry.outcome = claimed.value.outcome ?? undefined
             publish(s, entry)
-            return Effect.fail(notPending(s, entry))
+            return Effect.zipRight(honourDrop(s, entry, dropped), Effect.fail(notPending(s, entry)))
           })
         )
       }
@@ -190,19 +193,35 @@ const claimInStore = (
       }
       // Another process won, or the record left `pending` meanwhile: take the store's view, and say why. A
       // record still `pending` refused a claim only because it expired.
+      const dropped = entry.dropped
       entry.claimed = false
+      entry.dropped = false
       entry.status = "pending"
       entry.attempts--
       return Effect.flatMap(Effect.orElseSucceed(store.get(entry.id), () => Option.none()), (record) => {
         if (Option.isSome(record)) adopt(s, entry, record.value)
         if (entry.status === "pending") expire(s, entry)
-        // Another process took it for orphaned (this one's lease lapsed): this process still runs it.
-        if (entry.status === "orphaned") return revive(s, entry, invocation, store)
-        return Effect.zipRight(payOwed(s), Effect.fail(notPending(s, entry)))
+        // Another process took it for orphaned (this one's lease lapsed): this process still runs it, unless it
+        // was cleared meanwhile.
+        if (entry.status === "orphaned" && !dropped) return revive(s, entry, invocation, store)
+        return Effect.zipRight(
+          honourDrop(s, entry, dropped),
+          Effect.zipRight(payOwed(s), Effect.suspend(() => Effect.fail(notPending(s, entry))))
+        )
       })
     }
   })
 }
+
+// `clear` met the entry while it was being claimed; the claim failed, so the entry is back where `clear` can end
+// it. A store that refuses the write leaves it as it is (the caller's resolve fails anyway), logged.
+const honourDrop = (s: State, entry: Entry, dropped: boolean): Effect.Effect<void> =>
+  dropped ?
+    Effect.catchAllCause(
+      Effect.asVoid(Effect.suspend(() => clear(s, entry.id))),
+      (cause) => Effect.logError(`effect-resolve: could not clear ${entry.id} in the pending store`, cause)
+    ) :
+    Effect.void
 
 // An action that can only be discarded (orphaned: its stager is gone with its callbacks; unreadable: its stored
 // row cannot be read): a discard ends it, with no callback to run.

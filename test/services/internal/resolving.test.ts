@@ -6,12 +6,14 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
-import { Context, Deferred, Effect, Fiber, Option, Ref } from "effect"
+import { Context, Deferred, Effect, Fiber, Layer, Option, Ref } from "effect"
 import { afterAll } from "vitest"
 import {
   NoPendingAction,
   PendingActionNotPending,
   PendingActions,
+  PendingStore,
+  PendingStoreError,
   ResolveRuntime,
   ResolveTool,
   stage,
@@ -21,6 +23,7 @@ import {
   ToolResult,
   UnknownPendingAction
 } from "../../../src/index.js"
+import { makeMemory } from "../../../src/services/PendingStore.js"
 import { tempDir } from "../../stores/subjects.js"
 import { postgresForTests } from "../../support/pgTest.js"
 import { apply as applyOk, describeEachStore, Note, open } from "./durableSessions.js"
@@ -220,4 +223,50 @@ describeEachStore("resolving in a durable session", pg, dir, (subject) => {
       yield* one.close
       yield* two.close
     }))
+})
+
+describe("clear during a claim that fails", () => {
+  // A store whose claims wait for `gate`, then do what `outcome` says: fail, or find the record orphaned.
+  const gatedStore = (gate: Deferred.Deferred<void>, outcome: "fail" | "orphaned") => {
+    const memory = makeMemory()
+    const claim: PendingStore.Service["claim"] = (input) =>
+      Effect.zipRight(
+        Deferred.await(gate),
+        outcome === "fail" ?
+          Effect.fail(new PendingStoreError({ operation: "claim", detail: "the disk went away" })) :
+          // Another process took the record for orphaned meanwhile (this one would revive and run it).
+          Effect.as(
+            memory.transition({ id: input.id, from: ["pending"], to: "orphaned", now: input.now }),
+            Option.none()
+          )
+      )
+    return { ...memory, claim, memory }
+  }
+
+  for (const outcome of ["fail", "orphaned"] as const) {
+    it.live(`the action ends cleared, in the set and in the store (claim ${outcome === "fail" ? "fails" : "finds it orphaned"})`, () =>
+      Effect.gen(function*() {
+        const gate = yield* Deferred.make<void>()
+        const store = gatedStore(gate, outcome)
+        const notes = yield* Ref.make<ReadonlyArray<string>>([])
+        const session = yield* open(Layer.succeed(PendingStore, store), "s-drop", notes)
+        const note = yield* session.run(stageKind(Note, { text: "x" }, { label: "Note: x", sourceToolName: "note" }))
+        const resolving = yield* Effect.fork(session.run(Effect.either(applyOk(note.id))))
+        yield* session.run(
+          Effect.flatMap(
+            PendingActions,
+            (actions) => Effect.repeat(actions.list, { until: (all) => all.some((a) => a.status === "resolving") })
+          )
+        )
+        assert.isFalse(yield* session.run(Effect.flatMap(PendingActions, (actions) => actions.clear(note.id))))
+        yield* Deferred.succeed(gate, void 0)
+        const result = yield* Fiber.join(resolving)
+        assert.strictEqual(result._tag, "Left")
+        assert.strictEqual(yield* note.status, "cleared")
+        const stored = yield* store.memory.get(note.id)
+        assert.strictEqual(Option.map(stored, (r) => r.status).pipe(Option.getOrNull), "cleared")
+        deepStrictEqual(yield* Ref.get(notes), [])
+        yield* session.close
+      }))
+  }
 })
