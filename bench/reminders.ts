@@ -1,5 +1,5 @@
 /**
- * What reminders cost in a long session (README, "Reminders in a long session"): a scripted session of N previews
+ * What reminders cost in a long session (docs/agent-loop.md, "Reminders in a long session"): a scripted session of N previews
  * (100 by default; `PREVIEWS=n`), each a 9-line diff applied at once, through the turn driver. Prints the reminders
  * in the last request's prompt (messages, characters, tokens with `@effect/ai-openai`'s gpt-4o tokenizer, share of
  * the prompt) and the reminder messages sent over the whole session. Not part of `npm run bench` (no timing);

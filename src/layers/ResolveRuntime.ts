@@ -57,8 +57,8 @@ export const layerWith = (options: { readonly retainSettled?: number }): Layer.L
  * A session whose pending set lives in the `PendingStore` the app provides (`SqliteStore.layer`,
  * `PostgresStore.layer`, or `PendingStore.layerMemory` to share one between sessions of a process). Building it
  * opens `session`: its pending actions come back (those of the registered `kinds` run again), actions a crashed
- * process left `resolving` are recovered by their kind, and what another live process staged is left to it (see the
- * README's "Sharing a session").
+ * process left `resolving` are recovered by their kind, and what another live process staged is left to it (see
+ * docs/durable-sessions.md, "Sharing a session").
  *
  * @example
  * ```ts

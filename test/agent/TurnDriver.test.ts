@@ -213,8 +213,8 @@ describe("TurnDriver", () => {
 
 describe("TurnDriver: reminders in a long session", () => {
   // Each preview leaves its reminder in the history, verbatim: shortening an applied preview's reminder would change
-  // the history prefix a provider has cached (README, "Reminders in a long session"). This pins both facts on the
-  // 100-preview session the README measures.
+  // the history prefix a provider has cached (docs/agent-loop.md, "Reminders in a long session"). This pins both
+  // facts on the 100-preview session docs/agent-loop.md measures.
   it.effect("one reminder per preview stays in the history, and no request rewrites the prefix", () =>
     Effect.gen(function*() {
       const previews = 100
