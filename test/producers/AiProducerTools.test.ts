@@ -9,6 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
 import { Effect, Layer } from "effect"
 import { AiEditTool, AiPlanTool, ScriptedModel, TurnDriver } from "../../src/ai.js"
+import { FileEditPreview } from "../../src/edit.js"
 import { PlanApproval } from "../../src/plan.js"
 import { readText, tempDir, writeFiles } from "../support/editWorkspace.js"
 import { openAiStrict } from "../support/providerSchemas.js"
@@ -59,9 +60,7 @@ describe("AiEditTool", () => {
         // The strict schema of the producer is what the provider is sent.
         deepStrictEqual(
           requests[0]!.toolSchemas.edit,
-          AiEditTool.tool.parametersSchema.ast.annotations[
-            Symbol.for("effect/annotation/JSONSchema")
-          ] as any
+          FileEditPreview.parametersJsonSchema as object
         )
         deepStrictEqual(openAiStrict(requests[0]!.toolSchemas.edit), [])
       }).pipe(
