@@ -101,8 +101,8 @@ export const parallelFigures = async (): Promise<
         figure: `a ${n}-file change, "${enforcement}", the model's calls in parallel: ${p.requests} model requests ` +
           `and ${p.toolChoiceChanges} tool_choice changes (closing answer excluded from requests; changes counted ` +
           `over the run); one call per response: ${one.requests} requests, ${one.toolChoiceChanges} changes`,
-        value: `${p.requests} req, ${p.toolChoiceChanges} tc`,
-        floor: `${one.requests} req, ${one.toolChoiceChanges} tc (one call per response)`,
+        value: `${p.requests} req`,
+        floor: `${one.requests} req (one call per response)`,
         plain: "—",
         vsFloor: `${(p.requests / one.requests).toFixed(2)}×`,
         vsPlain: "—",
