@@ -2,7 +2,8 @@
  * Model-based test of parallel tool calls (issue 18) through the public `TurnDriver`: arbitrary model responses
  * mixing preview calls (some whose first apply fails), `resolve` calls with and without ids (ids of actions staged
  * so far, duplicates in one response, unknown ids), and text, under "force" and "soft". After the scripted
- * responses the model resolves whatever is still pending, by id, until nothing is.
+ * responses the model resolves whatever is still pending, by id, until nothing is (a run stopped by
+ * `ResolveNotCalled`, the model having staged instead of resolving, is run again).
  *
  * Checked on every sequence: every preview call stages its own action (none is skipped); each action's apply commits at most once, and exactly once when it is applied; none is
  * lost (every staged action ends applied or discarded, nothing is left queued or pending); at every request, the
@@ -144,9 +145,19 @@ const runSequence = (script: ReadonlyArray<ReadonlyArray<Part>>, enforcement: "f
     )
     yield* Effect.gen(function*() {
       const driver = yield* TurnDriver
-      const result = yield* driver.run("Go", { toolkit: Tools })
       const queue = yield* ToolChoiceQueue
       const pending = yield* PendingActions
+      // A model that keeps ignoring the forced resolve (it stages more instead) stops the run with ResolveNotCalled
+      // after maxForcedTurns turns: nothing is lost, everything stays pending and forced; the next run goes on.
+      for (let attempt = 0;; attempt++) {
+        const ran = yield* Effect.either(driver.run(attempt === 0 ? "Go" : "Go on", { toolkit: Tools }))
+        if (ran._tag === "Right") break
+        assert.strictEqual(ran.left._tag, "ResolveNotCalled")
+        assert.isBelow(attempt, 5)
+        assert.isTrue(yield* pending.hasPending)
+        assert.isAbove((yield* queue.inspect).length, 0)
+      }
+      const result = { turns: yield* driver.transcript }
       // None lost: every action ends applied or discarded, and nothing is left to force.
       for (const s of staged) {
         const status = yield* s.handle.status
@@ -195,6 +206,22 @@ describe("parallel tool calls: model-based", () => {
     "applied at most once, none lost, forcing follows the set, each id served once per response",
     [responses, fc.constantFrom("force" as const, "soft" as const)],
     ([script, enforcement]) => runSequence(script, enforcement),
-    { fastCheck: { numRuns }, timeout: LONG ? 600_000 : 60_000 }
+    {
+      fastCheck: {
+        numRuns,
+        // Found by this test: a model that stages instead of resolving is stopped by ResolveNotCalled, then goes on.
+        examples: [[[
+          [{ _tag: "Edit", file: "a", failFirst: false }, {
+            _tag: "Resolve",
+            action: "apply",
+            target: { _tag: "None" }
+          }],
+          [{ _tag: "Edit", file: "a", failFirst: false }],
+          [{ _tag: "Edit", file: "a", failFirst: false }],
+          [{ _tag: "Edit", file: "a", failFirst: false }]
+        ], "force"]]
+      },
+      timeout: LONG ? 600_000 : 60_000
+    }
   )
 })
