@@ -19,6 +19,7 @@ import * as Effect from "effect/Effect"
 import { editFigures } from "./edit.js"
 import { bytes, median, printTable, ratio, type Row, us, wrap } from "./harness.js"
 import { historyFigures } from "./history.js"
+import { parallelFigures } from "./parallel.js"
 import { floorProgram, queueCycle } from "./queue.js"
 import { heapGrowth, resolveRoundTrip, retainedPerAction } from "./resolve.js"
 import { sessionFigures } from "./session.js"
@@ -109,6 +110,13 @@ for (const now of [false, true]) {
 
 // Scripted agent sessions through the turn driver, when it is available.
 rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
+
+// Parallel tool calls: an N-file change in model requests and tool_choice changes (bench/parallel.ts).
+{
+  const parallel = await parallelFigures()
+  rows.push(...parallel.rows)
+  checks.push(...parallel.missed)
+}
 
 // The edit producer on real files: previews and applies against plain fs reads and writes (bench/edit.ts).
 {

@@ -26,7 +26,7 @@ import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { ToolResult } from "../domain/ToolResult.js"
-import { capText, messageOf, stringProperty } from "../internal/render.js"
+import { toFailure as toToolFailure, ToolFailure } from "../internal/aiTools.js"
 import { PendingActions } from "../services/PendingActions.js"
 import { StandingResolveHandler } from "../services/StandingResolveHandler.js"
 import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
@@ -48,7 +48,7 @@ export const RawResolveParams: Schema.Struct<{}> = permissiveParameters(ResolveT
  * @since 0.1.0
  * @category schemas
  */
-export const ResolveFailure = Schema.Struct({ error: Schema.String, message: Schema.String })
+export const ResolveFailure: Schema.Struct<{ error: typeof Schema.String; message: typeof Schema.String }> = ToolFailure
 
 /**
  * @since 0.1.0
@@ -63,10 +63,7 @@ export type ResolveFailure = typeof ResolveFailure.Type
  * @since 0.1.0
  * @category constructors
  */
-export const toFailure = (error: unknown): ResolveFailure => {
-  const tag = stringProperty(error, "_tag")
-  return { error: tag === undefined ? "Error" : capText(tag, 200), message: messageOf(error) }
-}
+export const toFailure: (error: unknown) => ResolveFailure = toToolFailure
 
 /**
  * The `resolve` tool: failures are returned to the model (`failureMode: "return"`).

@@ -1,8 +1,9 @@
 /**
  * The agent-turn driver on `@effect/ai`: one session's conversation over `Chat` and `LanguageModel`, with the app's
  * toolkit plus the `resolve` tool. Each logical turn serves the ToolChoiceQueue once, injects every steering
- * message, sends the request, runs the tool calls itself (gating them while a preview is pending, answering a
- * model's malformed call with a failure result) and finalizes the served directive. Enforcement is `"force"` or
+ * message, sends the request, runs the tool calls itself (every preview call of a response stages its own action,
+ * several `resolve` calls of a response are each served once per id, in order; a model's malformed call gets a
+ * failure result) and finalizes the served directive. Enforcement is `"force"` or
  * `"soft"` (`ResolveConfig`), degraded for the session when the provider refuses forcing; metrics and spans on
  * every turn.
  *
@@ -90,7 +91,10 @@ export interface ToolCallRecord {
   readonly id: string
   readonly name: string
   readonly params: unknown
-  /** `executed`; `skipped` because a preview was pending; `interrupted` before it ran. */
+  /**
+   * `executed`; `skipped`: a `resolve` call after a call of the same response staged a preview, without an id or with
+   * that preview's (the model has not read it); `interrupted` before it ran.
+   */
   readonly outcome: "executed" | "skipped" | "interrupted"
   readonly isFailure: boolean
   /** What the model reads back (encoded). */
@@ -252,8 +256,11 @@ export class TurnDriver extends Context.Tag("effect-resolve/TurnDriver")<TurnDri
 // ---------------------------------------------------------------------------------------------------------------
 
 /**
- * The text of the result a skipped tool call gets.
+ * The text of the result a tool call got when it was skipped because a preview was pending.
  *
+ * @deprecated Since 0.3.0 no call is skipped because a preview is pending: every preview call of a response stages
+ * its own action (only a `resolve` the model cannot have meant for an older preview is skipped, with
+ * `skippedResolveText`). This constant goes in 0.4.0.
  * @since 0.1.0
  * @category constants
  */

@@ -254,3 +254,31 @@ export class PendingActionElsewhere extends Schema.TaggedError<PendingActionElse
       `(${this.stager}); only that process can run it, so resolve it there. ${listPending(this.pending)}`
   }
 }
+
+/**
+ * A `resolve` call named an action that an earlier `resolve` call of the same model response already resolved (or
+ * tried to): each id is served once per response, in the order the calls were sent. Nothing was run. `status` is the
+ * action's status after that earlier call: read its result first; if the action is still `pending` (its apply
+ * failed), resolve it again in the next response.
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class ResolvedInThisResponse extends Schema.TaggedError<ResolvedInThisResponse>(
+  "effect-resolve/ResolvedInThisResponse"
+)("ResolvedInThisResponse", {
+  id: Schema.String,
+  label: Schema.String,
+  status: PendingStatus
+}) {
+  /**
+   * @since 0.3.0
+   */
+  override get message(): string {
+    const still = this.status === "pending" ?
+      " It is still pending: read that call's result, then resolve it again in your next response." :
+      " Read that call's result; do not resolve it again."
+    return `The pending action ${this.id} ("${this.label}") was already resolved by an earlier resolve call of ` +
+      `this response (its status is now ${this.status}). Each id is resolved once per response.${still}`
+  }
+}

@@ -69,3 +69,20 @@ export const resolveReminder = (sourceToolName: string): SteerInput => ({
   content: resolveReminderText,
   details: { toolName: sourceToolName }
 })
+
+/**
+ * The one reminder a request carries when several previews are pending at once (the calls of one model response each
+ * staged one): it names every pending action's id and label, oldest first, and asks for one `resolve` call per id.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const resolveBatchReminderText = (
+  pending: ReadonlyArray<{ readonly id: string; readonly label: string }>
+): string =>
+  "<system-reminder>\n" +
+  `These are previews: ${pending.length} pending actions, nothing of them is applied yet:\n` +
+  pending.map((p) => `- id ${p.id}: ${p.label}\n`).join("") +
+  "Call the `resolve` tool once per id, passing the id (several calls in one response are fine), to apply or " +
+  "discard each.\n" +
+  "</system-reminder>"

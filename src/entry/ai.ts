@@ -10,6 +10,8 @@ import { loadEntry } from "../internal/peers.js"
 const entry = await loadEntry("effect-resolve/ai", () => import("../ai.js"))
 
 export const {
+  AiEditTool,
+  AiPlanTool,
   AiResolveTool,
   forcingLevel,
   isForcingRefusal,

@@ -28,7 +28,7 @@ export type Peer = keyof typeof peerRanges
 export const entryPeers = {
   "effect-resolve/edit": ["@effect/platform"],
   "effect-resolve/plan": ["@effect/platform"],
-  "effect-resolve/ai": ["@effect/ai"],
+  "effect-resolve/ai": ["@effect/ai", "@effect/platform"],
   "effect-resolve/sqlite": ["@effect/sql", "@effect/sql-libsql", "@effect/experimental", "@effect/platform"],
   "effect-resolve/postgres": ["@effect/sql", "@effect/sql-pg", "@effect/experimental", "@effect/platform"]
 } as const satisfies Record<string, ReadonlyArray<Peer>>

@@ -257,6 +257,34 @@ export class EditWriteFailed
 }
 
 /**
+ * A preview of a file that a pending preview of the session already holds (staged by an earlier call of the same
+ * response, or any pending one): two pending previews never hold the same file, so conflicting edits never both
+ * reach apply. Nothing was staged; the other preview is unchanged. Fold both edits into one `edit` call (after
+ * discarding the first), or resolve the first, then preview this one again.
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export class EditFileHeld extends Schema.TaggedError<EditFileHeld>("effect-resolve/EditFileHeld")("EditFileHeld", {
+  /** The path as the model gave it. */
+  path: Schema.String,
+  /** The id of the pending action that holds the file. */
+  heldBy: Schema.String,
+  /** That action's label. */
+  heldByLabel: Schema.String
+}) {
+  /**
+   * @since 0.3.0
+   */
+  override get message(): string {
+    return `${this.path} is already held by the pending preview ${this.heldBy} ("${this.heldByLabel}"); nothing ` +
+      `was staged. Two pending previews may not edit the same file. Either fold both edits into one edit call ` +
+      `(discard ${this.heldBy} first: resolve with action "discard" and id "${this.heldBy}"), or resolve ` +
+      `${this.heldBy} first (apply or discard it), then preview this edit again.`
+  }
+}
+
+/**
  * What a preview can fail with.
  *
  * @since 0.1.0
@@ -271,3 +299,4 @@ export type FileEditError =
   | EditFileUnreadable
   | EditPathOutsideWorkspace
   | EditLimitExceeded
+  | EditFileHeld

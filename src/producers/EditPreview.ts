@@ -2,7 +2,8 @@
  * What one `edit` call stages and what the model reads of it: the `preview` program checks the limits, has its files
  * found, confined and read, computes every replacement in memory, builds a unified diff per file (with a warning
  * for each added line that holds a Unicode bidirectional control), stages the pending action under its label and
- * returns the preview text. It writes nothing, and any error stages nothing.
+ * returns the preview text. It writes nothing, and any error stages nothing. A file that a pending preview of the
+ * session already holds is refused (`EditFileHeld`, naming that preview's id).
  *
  * @example
  * ```ts
@@ -28,9 +29,10 @@ import { isAscii, isUtf8 } from "node:buffer"
 import type { PendingStoreError } from "../domain/Errors.js"
 import * as ToolResult from "../domain/ToolResult.js"
 import { count } from "../internal/plural.js"
-import { type PendingActions, stageKind } from "../services/PendingActions.js"
+import { PendingActions, stageKind } from "../services/PendingActions.js"
 import * as EditDiff from "./EditDiff.js"
 import {
+  EditFileHeld,
   EditFileNotText,
   EditLimitExceeded,
   EditTextAmbiguous,
@@ -41,6 +43,7 @@ import { type EditFile, kind } from "./EditKind.js"
 import type { EditParams } from "./EditParams.js"
 import { Workspace } from "./EditWorkspace.js"
 import { summaryOf } from "./internal/editSummary.js"
+import { stageHolding } from "./internal/heldFiles.js"
 import { readPreviewFiles } from "./internal/previewFiles.js"
 import { asBuffer, spliceBytes, stagedFile } from "./internal/stagedFiles.js"
 /**
@@ -168,11 +171,15 @@ export const preview: (
     `${label}:`,
     ...counts.map((line) => `  ${line}`)
   ].join("\n")
-  const handle = yield* stageKind(kind, { givenRoot, realRoot, label, files: staged }, {
+  // Two pending previews never hold the same file: refused here, naming the preview that holds it.
+  const held = new Map(staged.map((file) => [file.realPath, file.inputPath] as const))
+  const handle = yield* stageHolding(
+    yield* PendingActions,
+    held,
     label,
-    sourceToolName: "edit",
-    preview: shown
-  })
+    stageKind(kind, { givenRoot, realRoot, label, files: staged }, { label, sourceToolName: "edit", preview: shown }),
+    (conflict) => new EditFileHeld(conflict)
+  )
   // The model reads the action's id, to resolve this preview by id when several are pending.
   const text = `${previewHeadline}\nPending action id: ${handle.id}\n\n${shown}`
   return ToolResult.text(text, { ...summary, pendingActionId: handle.id })

@@ -53,6 +53,7 @@ import { preview } from "./EditPreview.js"
 import type { Workspace } from "./EditWorkspace.js"
 
 export {
+  EditFileHeld,
   EditFileLocked,
   EditFileMissing,
   EditFileNotText,

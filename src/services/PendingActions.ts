@@ -441,6 +441,25 @@ export const track = <A, E, R>(
   })
 
 /**
+ * Runs `effect` and returns, besides its value, the ids of the actions its `resolve` calls picked (named by `id`, or
+ * the most recent pending one), in order, whether or not they could be resolved: the turn driver serves each id once
+ * per model response this way.
+ *
+ * @since 0.3.0
+ * @category combinators
+ */
+export const trackResolved = <A, E, R>(
+  effect: Effect.Effect<A, E, R>
+): Effect.Effect<readonly [A, ReadonlyArray<string>], E, R> =>
+  Effect.suspend(() => {
+    const picked: Array<string> = []
+    return Effect.map(
+      Effect.locally(effect, Resolving.currentResolveTracker, picked),
+      (a) => [a, picked] as const
+    )
+  })
+
+/**
  * Stages a preview in the closure form in the current session (see `PendingActions.stage`): pushes a one-shot forced
  * `resolve` directive at the head of the queue (label `pending-action:<sourceToolName>`, requeued while the action
  * is pending), then steers the resolve reminder. A `resolve` call claims the action exactly once; a failed or

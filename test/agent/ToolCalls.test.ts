@@ -1,6 +1,6 @@
 /**
  * Running a response's tool calls (`src/agent/internal/toolCalls.ts`), through the public `TurnDriver`: what the model
- * reads back from a failing tool, a call skipped while a preview is pending or after one was staged in the batch, a
+ * reads back from a failing tool, a `resolve` skipped after a preview was staged in the same batch, a
  * `resolve` call (applied, failed, invalid, through the standing handler), and malformed output (an unknown tool,
  * arguments that fail the tool's schema).
  */
@@ -9,7 +9,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
 import { Effect, Ref } from "effect"
 import * as ScriptedModel from "../../src/agent/ScriptedModel.js"
-import { skippedResolveText, skippedText, TurnDriver } from "../../src/agent/TurnDriver.js"
+import { skippedResolveText, TurnDriver } from "../../src/agent/TurnDriver.js"
 import { StandingResolveHandler, ToolResult } from "../../src/index.js"
 import { AppTools, editCall, makeWorld, resolveCall, Search, session, statusOf } from "../support/turnDriver.js"
 
@@ -40,7 +40,7 @@ describe("TurnDriver: tool calls", () => {
       )))
     }))
 
-  it.effect("a preview staged in a batch skips the batch's later calls; the model issues them again", () =>
+  it.effect("every call of a batch runs; only a resolve the model cannot have meant for an older preview is skipped", () =>
     Effect.gen(function*() {
       const world = yield* makeWorld
       yield* Effect.gen(function*() {
@@ -49,29 +49,31 @@ describe("TurnDriver: tool calls", () => {
         const first = result.turns[0]!.toolCalls
         deepStrictEqual(first.map((c) => [c.name, c.outcome]), [
           ["edit", "executed"],
-          ["search", "skipped"],
-          ["edit", "skipped"],
+          ["search", "executed"],
+          ["edit", "executed"],
           ["resolve", "skipped"]
         ])
         deepStrictEqual(first[3]!.result, { skipped: true, message: skippedResolveText })
-        deepStrictEqual(first[1]!.result, { skipped: true, message: skippedText })
-        deepStrictEqual(yield* Ref.get(world.searches), ["again"])
-        assert.strictEqual((yield* Ref.get(world.handles)).length, 1)
+        deepStrictEqual(yield* Ref.get(world.searches), ["meanwhile"])
+        assert.strictEqual((yield* Ref.get(world.handles)).length, 2)
         // The history carries one result per call, so the conversation stays valid.
         const history = yield* driver.history
         const tool = history.content.find((m) => m.role === "tool")!
         assert.strictEqual(tool.content.length, 4)
-        assert.strictEqual((yield* driver.metrics).previews.staged, 1)
+        assert.strictEqual((yield* driver.metrics).previews.staged, 2)
+        deepStrictEqual(yield* Ref.get(world.files), { "a.ts": "x", "b.ts": "y" })
       }).pipe(Effect.provide(session(
         [
           ScriptedModel.respond(
             ScriptedModel.toolCallPart("edit", { file: "a.ts", text: "x" }),
-            ScriptedModel.toolCallPart("search", { q: "skipped" }),
+            ScriptedModel.toolCallPart("search", { q: "meanwhile" }),
             ScriptedModel.toolCallPart("edit", { file: "b.ts", text: "y" }),
             ScriptedModel.toolCallPart("resolve", { action: "apply", reason: "Unread." })
           ),
-          resolveCall("apply"),
-          ScriptedModel.toolCall("search", { q: "again" }),
+          ScriptedModel.respond(
+            ScriptedModel.toolCallPart("resolve", { action: "apply", reason: "Right." }),
+            ScriptedModel.toolCallPart("resolve", { action: "apply", reason: "Right too." })
+          ),
           ScriptedModel.text("Done.")
         ],
         world

@@ -78,6 +78,19 @@ describe("the tour (npm run demo) and its parts", () => {
   }
 })
 
+describe("examples/parallel.ts", () => {
+  it("three edits in one response, three resolves in the next: two requests for the change, three files", async () => {
+    assert.strictEqual(
+      await runExample("examples/parallel.ts"),
+      "request 1: tool_choice \"auto\"; calls edit, edit, edit\n" +
+        "request 2: tool_choice {\"tool\":\"resolve\"}; calls resolve, resolve, resolve\n" +
+        "request 3: tool_choice \"auto\"; answer \"Set a, b and c to 2.\"\n" +
+        "model requests: 3 (the change took 2)\n" +
+        "a.ts: export const a = 2\nb.ts: export const b = 2\nc.ts: export const c = 2\n"
+    )
+  }, 120_000)
+})
+
 describe("examples/durable-resume.ts, run as separate processes", () => {
   it(
     "stages and exits; the next run applies the pending action; the one after finds nothing and cleans up",

@@ -124,10 +124,14 @@ console.log(await Effect.runPromise(program.pipe(Effect.provide(ResolveRuntime.l
   })
 
   it("an entry with one missing peer names it", () => {
-    const run = node(["--input-type=module", "-e", "await import('effect-resolve/ai')"])
+    // (effect-resolve/ai needs @effect/platform too since 0.3, for AiEditTool and AiPlanTool: a peer of @effect/ai.)
+    const run = node(["--input-type=module", "-e", "await import('effect-resolve/edit')"])
     assert.notStrictEqual(run.status, 0)
-    assert.include(run.stderr, "effect-resolve/ai needs a package that is not installed:\n  @effect/ai ^0.37.0\n")
-    assert.include(run.stderr, `npm install "@effect/ai@^0.37.0"`)
+    assert.include(
+      run.stderr,
+      "effect-resolve/edit needs a package that is not installed:\n  @effect/platform ^0.97.2\n"
+    )
+    assert.include(run.stderr, `npm install "@effect/platform@^0.97.2"`)
   })
 
   it("each entry's optional peers (src/internal/peers.ts) are the peers loading its build loads", () => {

@@ -151,20 +151,18 @@ describe("EditApply", () => {
         deepStrictEqual(yield* listing(root), [])
       })))
 
-  it.live("two stacked previews of one file: the second applied first makes the first stale, not merged", () =>
+  it.live("two previews of one file never both reach apply: the second is refused, naming the first", () =>
     inWorkspace({ "a.txt": "first line\nsecond line\n" }, ({ root }) =>
       Effect.gen(function*() {
-        yield* edit(one("a.txt", "first line", "FIRST"))
-        yield* edit(one("a.txt", "second line", "SECOND"))
-        const second = successOf(yield* turn({ action: "apply", reason: "The second one." }))
-        assert.include(ToolResult.textOf(second), "Reason: The second one.")
-        assert.strictEqual(yield* readText(root, "a.txt"), "first line\nSECOND\n")
-        const stale = failureOf(yield* turn({ action: "apply", reason: "The first one." }))
-        assert.include(stale.message, "Preview is stale: a.txt changed after the preview")
-        assert.strictEqual(yield* readText(root, "a.txt"), "first line\nSECOND\n")
+        const first = yield* edit(one("a.txt", "first line", "FIRST"))
+        const firstId = (first.details as { pendingActionId: string }).pendingActionId
+        const refused = failureOf(yield* Effect.exit(edit(one("a.txt", "second line", "SECOND"))))
+        assert.strictEqual(refused._tag, "EditFileHeld")
+        assert.include(refused.message, firstId)
         const queue = yield* ToolChoiceQueue
         deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
-        successOf(yield* turn({ action: "discard", reason: "Stale; preview again." }))
+        successOf(yield* turn({ action: "apply", reason: "The first one." }))
+        assert.strictEqual(yield* readText(root, "a.txt"), "FIRST\nsecond line\n")
         deepStrictEqual(yield* queue.inspect, [])
       })))
 

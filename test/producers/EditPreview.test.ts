@@ -20,9 +20,10 @@ import {
   one,
   readText,
   tempDir,
+  turn,
   writeFiles
 } from "../support/editWorkspace.js"
-import { failureOf } from "../support/exits.js"
+import { failureOf, successOf } from "../support/exits.js"
 
 describe("EditPreview", () => {
   it.live("a preview writes nothing, shows the diff and stages one pending action", () =>
@@ -60,6 +61,7 @@ describe("EditPreview", () => {
           text,
           "Warning: src/auth.ts line 2 holds Unicode bidirectional control character(s) U+202E, U+2066, U+2069: "
         )
+        successOf(yield* turn({ action: "discard", reason: "Flagged." })) // frees the file for the next preview
         const plain = yield* edit(one("src/auth.ts", "const ok = 1", "const ok = 2"))
         assert.notInclude(ToolResult.textOf(plain), "Warning:")
       })))

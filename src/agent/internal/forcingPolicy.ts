@@ -10,7 +10,12 @@ import type * as LanguageModel from "@effect/ai/LanguageModel"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
-import { resolveReminderText, type SteeringMessage } from "../../domain/SteeringMessage.js"
+import {
+  resolveBatchReminderText,
+  resolveReminderText,
+  resolveReminderType,
+  type SteeringMessage
+} from "../../domain/SteeringMessage.js"
 import type { ToolChoice } from "../../domain/ToolChoice.js"
 import type { ModelCapabilities, ResolveConfigShape } from "../../services/ResolveConfig.js"
 import type { InFlightInfo, ToolChoiceQueue } from "../../services/ToolChoiceQueue.js"
@@ -57,6 +62,33 @@ export const reminderMessage: SteeringMessage = {
   display: false,
   attribution: "agent",
   timestamp: 0
+}
+
+/**
+ * A request's steering with its resolve reminders made one: when previews staged since the last request steered
+ * several reminders (the calls of one response each staged one), they become one reminder at the place of the first,
+ * naming the actions pending now (`pendingNow`, oldest first). One reminder or none: unchanged.
+ */
+export const mergeReminders = (
+  steering: ReadonlyArray<SteeringMessage>,
+  pendingNow: Effect.Effect<ReadonlyArray<{ readonly id: string; readonly label: string }>>
+): Effect.Effect<ReadonlyArray<SteeringMessage>> => {
+  const isReminder = (m: SteeringMessage) => m.customType === resolveReminderType && m !== reminderMessage
+  const reminders = steering.filter(isReminder)
+  if (reminders.length < 2) return Effect.succeed(steering)
+  return Effect.map(pendingNow, (pending) => {
+    if (pending.length < 2) return steering
+    const first = reminders[0]!
+    const toolNames = [
+      ...new Set(reminders.map((m) => (m.details as { toolName?: unknown } | undefined)?.toolName).filter(Boolean))
+    ]
+    const merged: SteeringMessage = {
+      ...first,
+      content: resolveBatchReminderText(pending),
+      details: { toolNames, actionIds: pending.map((p) => p.id) }
+    }
+    return steering.flatMap((m) => m === first ? [merged] : isReminder(m) ? [] : [m])
+  })
 }
 
 /** The in-flight directive, when it forces a preview's `resolve`. */

@@ -26,7 +26,15 @@ import * as ResolveMetrics from "../ResolveMetrics.js"
 import type { RunOptions, RunResult, TurnRecord } from "../TurnDriver.js"
 import { MaxTurnsExceeded, RequeueLimitExceeded, type TurnDriverError } from "../TurnDriverError.js"
 import { forcingOf, prune, updateForcing } from "./forcingMap.js"
-import { compliance, countPush, noteChoice, plan, previewInFlight, reminderMessage } from "./forcingPolicy.js"
+import {
+  compliance,
+  countPush,
+  mergeReminders,
+  noteChoice,
+  plan,
+  previewInFlight,
+  reminderMessage
+} from "./forcingPolicy.js"
 import { recoverResponse } from "./permissive.js"
 import { capabilitiesOf, effectiveConfig, learnRefusal, type ProbedLevel, probeWeaker } from "./refusals.js"
 import type { Session } from "./session.js"
@@ -39,6 +47,13 @@ const userMessage = (text: string): Prompt.Message =>
 /** What a turn sends after the history: its steering messages, each as a user message. */
 const steeringPrompt = (steering: ReadonlyArray<SteeringMessage>): Prompt.Prompt =>
   Prompt.fromMessages(steering.map((m) => userMessage(m.content)))
+
+/** The ids of the previews this session can resolve now, oldest first (what one reminder for a batch names). */
+const pendingNow = (session: Session) =>
+  Effect.map(
+    Effect.orElseSucceed(session.pending.listOpen, () => []),
+    (open) => open.filter((info) => info.status === "pending" && info.runnable).reverse()
+  )
 
 /** Ends the served value and counts a requeue when it came back at the head; whether it did. */
 const finish = (session: Session, info: Option.Option<InFlightInfo>, end: "resolve" | RejectReason) =>
@@ -108,8 +123,10 @@ export const run = (session: Session) =>
           let decided = yield* plan(session, served, info, yield* capabilitiesNow)
           let infoNow = yield* queue.inFlight
           let steering = [
-            ...(yield* Ref.getAndSet(carry, [])),
-            ...(yield* bus.drain),
+            ...(yield* mergeReminders(
+              [...(yield* Ref.getAndSet(carry, [])), ...(yield* bus.drain)],
+              pendingNow(session)
+            )),
             ...(decided.resteer ? [reminderMessage] : [])
           ]
           yield* ResolveMetrics.recordTurn(counters, decided.forced, yield* noteChoice(session, decided.choice))

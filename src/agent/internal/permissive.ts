@@ -21,14 +21,10 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as ParseResult from "effect/ParseResult"
 import * as Schema from "effect/Schema"
+import * as aiTools from "../../internal/aiTools.js"
 
-/**
- * A parameters schema that accepts any value when a response is decoded, while the provider is sent `jsonSchema`
- * (through the `jsonSchema` annotation, which `Tool.getJsonSchema` returns as it is). Typed as an empty struct,
- * which is what `@effect/ai`'s tool types require; its decoded values are `unknown` in truth.
- */
-export const permissiveParameters = (jsonSchema: object): Schema.Struct<{}> =>
-  Object.assign(Schema.Unknown.annotations({ jsonSchema }), { fields: {}, make: (value: unknown) => value }) as any
+/** See `internal/aiTools.ts`. */
+export const permissiveParameters = aiTools.permissiveParameters
 
 /** A user-defined tool sent with its real JSON Schema, whose arguments decode as `unknown`. */
 export const permissiveTool = (tool: Tool.Any): Tool.Any =>

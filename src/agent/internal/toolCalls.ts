@@ -1,9 +1,11 @@
 /**
  * How the turn driver runs a response's tool calls itself, in order: a model's mistake (an unknown tool, arguments
- * that fail the tool's real schema) gets a failure result at once; while a preview is pending only `resolve` runs
- * and every other call is skipped; once a call of the batch stages a preview, nothing after it runs, not even
- * `resolve` (the model has not read it); each call gets a result the model reads, and the conversation gains them
- * all, one per call, so it stays valid whatever happened.
+ * that fail the tool's real schema) gets a failure result at once; every other call runs, so each preview call of
+ * the response stages its own action; a `resolve` call is served once per id per response (a second call naming an
+ * id an earlier call of the response picked gets `ResolvedInThisResponse`); a `resolve` call that could only mean a
+ * preview staged by an earlier call of the same response (no id, or that preview's id) is skipped, since the model
+ * has not read it; each call gets a result the model reads, and the conversation gains them all, one per call, so it
+ * stays valid whatever happened.
  *
  * @internal
  */
@@ -20,9 +22,10 @@ import * as Option from "effect/Option"
 import * as ParseResult from "effect/ParseResult"
 import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
+import { ResolvedInThisResponse } from "../../domain/Errors.js"
 import { tooDeepField } from "../../internal/untrusted.js"
 import type * as ResolveRuntime from "../../layers/ResolveRuntime.js"
-import { type PendingActions, track } from "../../services/PendingActions.js"
+import { type PendingActions, track, trackResolved } from "../../services/PendingActions.js"
 import { ResolveConfig, type ResolveConfigShape } from "../../services/ResolveConfig.js"
 import { ResolveTool } from "../../tools/Resolve.js"
 import { toFailure, tool as resolveTool } from "../AiResolveTool.js"
@@ -31,7 +34,10 @@ import type { ToolCallRecord } from "../TurnDriver.js"
 import { permissiveTools } from "./permissive.js"
 import { quote } from "./quote.js"
 
-/** The text of the result a skipped tool call gets. */
+/**
+ * The text of the result a skipped tool call got before 0.3 (while a preview was pending, every other call was
+ * skipped). No call is skipped for that any more: every preview call of a response stages its own action.
+ */
 export const skippedText = "Skipped: a preview is pending. Call `resolve` to apply or discard it first, " +
   "then issue this call again."
 
@@ -40,7 +46,7 @@ export const skippedText = "Skipped: a preview is pending. Call `resolve` to app
  * model has not read that preview yet.
  */
 export const skippedResolveText = "Skipped: this preview was staged by an earlier call of the same turn. Read it, " +
-  "then call `resolve` to apply or discard it."
+  "then call `resolve` to apply or discard it (with its id when several are pending)."
 
 /** What running calls reads and changes: the session's services, its pending set, counts and conversation. */
 export interface ToolCallContext {
@@ -119,20 +125,32 @@ const record = (
   result: unknown
 ): ToolCallRecord => ({ id: call.id, name: call.name, params: call.params, outcome, isFailure, result })
 
-/** Runs one call of the batch, or skips it while a preview is pending. */
+/** What running a response's calls remembers between its calls. */
+interface Batch {
+  /** The actions the response's calls staged so far, in order. */
+  readonly staged: Array<string>
+  /** The actions the response's `resolve` calls picked so far (each is served once per response). */
+  readonly picked: Set<string>
+}
+
+/** The `id` a `resolve` call names, when its arguments hold a non-empty string there. */
+const namedId = (params: unknown): string | undefined => {
+  if (typeof params !== "object" || params === null) return undefined
+  const id = Object.getOwnPropertyDescriptor(params, "id")?.value
+  return typeof id === "string" && id.length > 0 ? id : undefined
+}
+
+/** Runs one call of the batch (a `resolve` call for a preview the model has not read is skipped). */
 const runCall = (
   context: ToolCallContext,
   tools: RunTools,
   effectiveNow: Effect.Effect<ResolveConfigShape>,
   call: Response.ToolCallPart<string, unknown>,
-  stagedInBatch: Ref.Ref<boolean>,
-  stagedIds: Array<string>
+  batch: Batch
 ) =>
   Effect.gen(function*() {
     const { appToolkit, appTools, available } = tools
     const { counters, runtime } = context
-    /** A preview is pending: the pending set has an action that forces `resolve` (the same set `resolve` reads). */
-    const previewPending = context.pending.hasPending
     const tool = call.name === "resolve" ? undefined : appTools[call.name]
     if (call.name !== "resolve") {
       // A model's mistake is answered at once, whatever is pending: nothing runs.
@@ -147,24 +165,35 @@ const runCall = (
         if (Option.isSome(invalid)) return record(call, "executed", true, invalid.value)
       }
     }
-    if (yield* Ref.get(stagedInBatch)) {
-      // A call of this batch staged a preview: nothing after it runs, not even resolve.
-      const message = call.name === "resolve" ? skippedResolveText : skippedText
-      return record(call, "skipped", true, { skipped: true, message })
-    }
     const effective = yield* effectiveNow
     if (tool === undefined) {
-      const wasPending = yield* previewPending
+      const id = namedId(call.params)
+      if (batch.staged.length > 0 && (id === undefined || batch.staged.includes(id))) {
+        // It can only mean a preview of this response, which the model has not read: nothing runs.
+        return record(call, "skipped", true, { skipped: true, message: skippedResolveText })
+      }
+      if (id !== undefined && batch.picked.has(id)) {
+        // An earlier resolve call of this response picked this action: each id is served once per response.
+        const info = yield* Effect.orElseSucceed(context.pending.get(id), () => Option.none())
+        const error = new ResolvedInThisResponse({
+          id,
+          label: Option.match(info, { onNone: () => "", onSome: (i) => i.label }),
+          status: Option.match(info, { onNone: () => "pending" as const, onSome: (i) => i.status })
+        })
+        return record(call, "executed", true, toFailure(error))
+      }
+      const wasPending = yield* context.pending.hasPending
       const action = typeof call.params === "object" && call.params !== null ?
         Object.getOwnPropertyDescriptor(call.params, "action")?.value :
         undefined
-      const exit = yield* Effect.exit(
+      const [exit, picked] = yield* trackResolved(Effect.exit(
         ResolveTool.execute(call.params).pipe(
           Effect.provideService(ResolveConfig, effective),
           Effect.provide(runtime),
           Effect.withSpan("TurnDriver.resolve", { attributes: { action: String(action) } })
         )
-      )
+      ))
+      for (const pickedId of picked) batch.picked.add(pickedId)
       if (wasPending) {
         if (Exit.isSuccess(exit)) {
           yield* ResolveMetrics.recordPreview(counters, action === "discard" ? "discarded" : "applied")
@@ -183,7 +212,6 @@ const runCall = (
       if (Option.isSome(failure)) return record(call, "executed", true, toFailure(failure.value))
       return yield* Effect.failCause(exit.cause)
     }
-    if (yield* previewPending) return record(call, "skipped", true, { skipped: true, message: skippedText })
     // User-defined tools were sent permissive: the call holds the model's raw (encoded) arguments. A
     // provider-defined tool's arguments were decoded by `@effect/ai`: encode them back for the handler.
     const params = Tool.isUserDefined(tool) ? call.params : yield* Effect.orElseSucceed(
@@ -198,10 +226,9 @@ const runCall = (
       track
     )
     for (const handle of staged) {
-      stagedIds.push(handle.id)
+      batch.staged.push(handle.id)
       yield* ResolveMetrics.recordPreview(counters, "staged")
     }
-    if (staged.length > 0) yield* Ref.set(stagedInBatch, true)
     return outcome
   }).pipe(Effect.withSpan("TurnDriver.toolCall", { attributes: { tool: call.name } }))
 
@@ -235,13 +262,12 @@ export const runCalls = (
       Response.ToolCallPart<string, unknown>
     >
     const records = yield* Ref.make<ReadonlyArray<ToolCallRecord>>([])
-    const stagedInBatch = yield* Ref.make(false)
-    const stagedIds: Array<string> = []
+    const batch: Batch = { staged: [], picked: new Set() }
     const executed = yield* Effect.exit(restore(Effect.forEach(
       calls,
       (call) =>
         Effect.flatMap(
-          runCall(context, tools, effectiveNow, call, stagedInBatch, stagedIds),
+          runCall(context, tools, effectiveNow, call, batch),
           (r) => Ref.update(records, (all) => [...all, r])
         ),
       { discard: true }
@@ -270,5 +296,5 @@ export const runCalls = (
           })])
         ))
     }
-    return { records: all, executed, staged: stagedIds }
+    return { records: all, executed, staged: batch.staged }
   })

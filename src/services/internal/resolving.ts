@@ -11,6 +11,7 @@ import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
 import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
+import { globalValue } from "effect/GlobalValue"
 import * as Option from "effect/Option"
 import {
   PendingActionElsewhere,
@@ -345,24 +346,39 @@ const lookup = (s: State, id: string, store: PendingStore.Service) =>
     return Effect.succeed(restoreEntry(s, record.value))
   })
 
+/**
+ * The ids of the actions the current fiber's `resolve` calls picked (by id or as the most recent), while
+ * `trackResolved` runs it.
+ */
+export const currentResolveTracker: FiberRef.FiberRef<Array<string> | undefined> = globalValue(
+  Symbol.for("effect-resolve/PendingActions/currentResolveTracker"),
+  () => FiberRef.unsafeMake<Array<string> | undefined>(undefined, { fork: (tracker) => tracker })
+)
+
 /** See `PendingActions.resolveOr`. */
 export const resolveOr = <E, R>(
   s: State,
   params: ResolveParams,
   fallback: Fallback<E, R>
 ): Effect.Effect<ToolResult.ToolResult, ResolveError | E, R> =>
-  Effect.suspend((): Effect.Effect<ToolResult.ToolResult, ResolveError | E, R> => {
+  Effect.withFiberRuntime((fiber): Effect.Effect<ToolResult.ToolResult, ResolveError | E, R> => {
+    // The entry this call picked is told to the tracker (the turn driver serves each id once per response).
+    const tracker = fiber.getFiberRef(currentResolveTracker)
+    const served = (entry: Entry): Entry => {
+      tracker?.push(entry.id)
+      return entry
+    }
     const id = params.id
     if (id !== undefined) {
       const entry = s.entries.get(id)
-      if (entry !== undefined) return invoke(s, entry, params)
+      if (entry !== undefined) return invoke(s, served(entry), params)
       const store = s.store
       return store === undefined ?
         Effect.fail(unknownAction(s, id)) :
-        Effect.flatMap(lookup(s, id, store), (restored) => invoke(s, restored, params))
+        Effect.flatMap(lookup(s, id, store), (restored) => invoke(s, served(restored), params))
     }
     const entry = mostRecent(s)
-    if (entry !== undefined) return invoke(s, entry, params)
+    if (entry !== undefined) return invoke(s, served(entry), params)
     const last = s.lastSettled === undefined ?
       Option.none() :
       Option.some({ label: s.lastSettled.label, status: s.lastSettled.status })
