@@ -6,20 +6,22 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option, Schema } from "effect"
 import { ActionKind, resolve, ResolveRuntime, stageKind, ToolResult } from "../../src/index.js"
 
-const Note = ActionKind.make({
-  name: "note",
-  payload: Schema.Struct({ text: Schema.String }),
-  amendment: Schema.Struct({ text: Schema.String }),
-  apply: (payload, call) =>
-    Effect.map(
-      Effect.orDie(ActionKind.amendmentOf(Note, call)),
-      (amended) =>
-        ToolResult.text(Option.match(amended, {
-          onNone: () => `wrote ${payload.text}`,
-          onSome: (a) => `wrote ${(a as { text: string }).text} (amended)`
-        }))
-    )
-})
+const Note: ActionKind.ActionKind<{ readonly text: string }, { readonly text: string }, never, never> = ActionKind.make(
+  {
+    name: "note",
+    payload: Schema.Struct({ text: Schema.String }),
+    amendment: Schema.Struct({ text: Schema.String }),
+    apply: (payload, call) =>
+      Effect.map(
+        Effect.orDie(ActionKind.amendmentOf(Note, call)),
+        (amended) =>
+          ToolResult.text(Option.match(amended, {
+            onNone: () => `wrote ${payload.text}`,
+            onSome: (a) => `wrote ${(a as { text: string }).text} (amended)`
+          }))
+      )
+  }
+)
 
 const stage = (text: string) => stageKind(Note, { text }, { label: `Note: ${text}`, sourceToolName: "note" })
 

@@ -12,7 +12,6 @@ import * as Reactivity from "@effect/experimental/Reactivity"
 import * as LibsqlClient from "@effect/sql-libsql/LibsqlClient"
 import * as SqlClient from "@effect/sql/SqlClient"
 import * as Statement from "@effect/sql/Statement"
-import type { Primitive } from "@effect/sql/Statement"
 import { describe, it } from "@effect/vitest"
 import { Context, Effect, Layer, Option } from "effect"
 import { deepStrictEqual, strictEqual } from "node:assert/strict"
@@ -56,7 +55,7 @@ const bulk = (n: number) =>
 /** Runs `effect`, returning the statements it sent (SQL text and parameters). */
 const captured = <A, E, R>(effect: Effect.Effect<A, E, R>) =>
   Effect.suspend(() => {
-    const statements: Array<readonly [string, ReadonlyArray<Primitive>]> = []
+    const statements: Array<readonly [string, ReadonlyArray<unknown>]> = []
     return Effect.as(
       Statement.withTransformer(effect, (statement) =>
         Effect.sync(() => {
