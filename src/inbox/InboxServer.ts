@@ -423,7 +423,7 @@ const handlers = (inbox: Inbox.Service, auth: InboxAuth.Service, options: Option
   return Layer.mergeAll(actions, events, session, login).pipe(Layer.provide(authentication))
 }
 
-/** The page's files, at `/`, `/inbox.js`, `/inbox.css` (no authentication: the page asks for it). */
+/** The page's files, at `/`, `/inbox.js`, `/inbox.css`, `/favicon.svg` (no authentication: the page asks for it). */
 const pageRoutes = (assets: Page.Assets) =>
   HttpApiBuilder.Router.use((router) =>
     Effect.forEach(assets, ([path, asset]) =>

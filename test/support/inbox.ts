@@ -61,12 +61,13 @@ export const startInbox = async (options: {
   readonly store: Layer.Layer<PendingStore, unknown>
   readonly kinds?: ReadonlyArray<ActionKind.Any>
   readonly server?: ServerOptions
+  /** What the kinds need (a workspace and file system for the edit kind). */
+  readonly requirements?: Layer.Layer<any, unknown>
 }): Promise<Running> => {
   const scope = Effect.runSync(Scope.make())
+  const inbox = Inbox.layer({ kinds: options.kinds ?? [], pollInterval: "50 millis", sweepInterval: "200 millis" })
   const layer = InboxServer.layer({ auth: { tokens: testTokens }, ...options.server }).pipe(
-    Layer.provideMerge(
-      Inbox.layer({ kinds: options.kinds ?? [], pollInterval: "50 millis", sweepInterval: "200 millis" })
-    ),
+    Layer.provideMerge(options.requirements === undefined ? inbox : Layer.provide(inbox, options.requirements)),
     Layer.provideMerge(options.store)
   )
   const context = await Effect.runPromise(

@@ -1,5 +1,5 @@
 /**
- * The inbox's page: three plain files in `src/inbox/page/` (HTML, an ES2022 script, CSS), served as they are. No
+ * The inbox's page: plain files in `src/inbox/page/` (HTML, an ES2022 script, CSS, an icon), served as they are. No
  * build step and no library: what the browser runs is what the repository holds, and the Content-Security-Policy
  * (`script-src 'self'`, no inline script) allows exactly these files. The package ships `src/`, and this module sits
  * three levels below the package root both as `src/inbox/internal/page.ts` (run with tsx) and as
@@ -22,7 +22,8 @@ export type Assets = ReadonlyMap<string, Asset>
 const files = [
   ["/", "index.html", "text/html; charset=utf-8"],
   ["/inbox.js", "inbox.js", "text/javascript; charset=utf-8"],
-  ["/inbox.css", "inbox.css", "text/css; charset=utf-8"]
+  ["/inbox.css", "inbox.css", "text/css; charset=utf-8"],
+  ["/favicon.svg", "favicon.svg", "image/svg+xml"]
 ] as const
 
 /** The directory the files are read from. */
