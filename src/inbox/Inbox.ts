@@ -6,7 +6,7 @@
  * Deciding, in order: the reviewer's permission (a read-only token changes nothing); the action, in the reviewer's
  * sessions; the amendment, checked against the kind's `amendment` Schema; the decision, recorded `requested` in one
  * statement (at most one per action). Then the inbox runs it through the public runtime: it opens the action's
- * session as a second process would (`ResolveRuntime.durable` with the kinds it registers, kept open while in use and
+ * session as a second process would (`ResolveRuntime.layerDurable` with the kinds it registers, kept open while in use and
  * for `idleSessionTimeout` after), resolves the action by id with the reviewer's reason (and amendment), and
  * completes the decision `done` or `failed` with the outcome. A record of a kind this inbox does not register is the
  * session's own process's to run: its decision stays `requested`, and the result says so. A background sweep runs
@@ -281,13 +281,14 @@ export const make = (
     // The sessions the inbox opened to run decisions: opened on first use, closed once idle.
     const runtimes = yield* RcMap.make({
       lookup: (session: string) =>
-        Layer.build(ResolveRuntime.durable({
-          session,
-          store: storeLayer,
-          kinds,
-          retention: "keep-all",
-          ...(options.lease === undefined ? {} : { lease: options.lease })
-        })).pipe(Effect.provide(kindContext)),
+        Layer.build(
+          ResolveRuntime.layerDurable({
+            session,
+            kinds,
+            retention: "keep-all",
+            ...(options.lease === undefined ? {} : { lease: options.lease })
+          }).pipe(Layer.provideMerge(storeLayer))
+        ).pipe(Effect.provide(kindContext)),
       idleTimeToLive: options.idleSessionTimeout ?? Duration.seconds(30)
     })
 

@@ -15,11 +15,11 @@ import {
   PendingActions,
   PendingStore,
   PendingStoreError,
-  queueResolveHandler,
   ResolveRuntime,
   stageKind,
   ToolResult
 } from "../../src/index.js"
+import { stage as stageClosureAction } from "../../src/index.js"
 import { makeMemory } from "../../src/services/PendingStore.js"
 import {
   type Answer,
@@ -57,7 +57,10 @@ beforeEach(async () => {
       sessions.set(
         name,
         await Effect.runPromise(
-          Layer.buildWithScope(ResolveRuntime.durable({ session: name, store, kinds: [Note] }), scope)
+          Layer.buildWithScope(
+            ResolveRuntime.layerDurable({ session: name, kinds: [Note] }).pipe(Layer.provideMerge(store)),
+            scope
+          )
         )
       )
     }
@@ -92,7 +95,7 @@ const stage = async (
 const stageClosure = async (sessionName: string, text: string) => {
   const context = await session(sessionName)
   const handle = await Effect.runPromise(Effect.provide(
-    queueResolveHandler({
+    stageClosureAction({
       label: `Closure: ${text}`,
       sourceToolName: "edit",
       apply: () => Effect.sync(() => (fs.appendFileSync(log, `closure ${text}\n`), ToolResult.text(`did ${text}`)))

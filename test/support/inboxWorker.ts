@@ -29,7 +29,8 @@ const Note = noteKind(log)
 const scope = Effect.runSync(Scope.make())
 const store = await Effect.runPromise(Layer.memoize(SqliteStore.layer({ filename: file! })).pipe(Scope.extend(scope)))
 const sessionLayer = (session: string) =>
-  ResolveRuntime.durable({ session, store, kinds: [FileEditPreview.kind, Note] }).pipe(
+  ResolveRuntime.layerDurable({ session, kinds: [FileEditPreview.kind, Note] }).pipe(
+    Layer.provideMerge(store),
     Layer.provideMerge(Layer.mergeAll(FileEditPreview.layer({ root: root! }), NodeContext.layer))
   )
 type Services = Layer.Layer.Success<ReturnType<typeof sessionLayer>>
