@@ -195,7 +195,7 @@ describe.skipIf(skip !== undefined)(
         )
         await page.locator("#badge", { hasText: String(before) }).waitFor()
         // The agent's session reads the store before its next turn: the action is no longer open there (its forcing
-        // ends). Telling the model "a reviewer applied it" is phase 2.
+        // ends). The model hears of it in its next request: test/inbox/SessionPickup.test.ts.
         assert.deepStrictEqual((await worker.ask({ op: "open", session: "agent-edit" })).actions, [])
         assert.deepStrictEqual(dialogs, [])
         assert.deepStrictEqual(errors, [])

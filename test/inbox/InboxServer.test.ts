@@ -619,7 +619,7 @@ describe("deciding", () => {
     })
     expectError(again, 409, "DecisionAlreadyRequested")
     assert.strictEqual(again.json.reviewer, "ann")
-    // What the session's own process reads, to run it (phase 2 wires this into the session).
+    // What the session's own process reads, to run it (its next turn runs it: test/inbox/SessionPickup.test.ts).
     const waiting = await Effect.runPromise(memory.requestedDecisions({ sessions: ["s1"], limit: 10 }))
     assert.deepStrictEqual(waiting.map((w) => [w.decision.actionId, w.decision.action, w.decision.reason]), [[
       closure,
