@@ -14,7 +14,8 @@ const below = {
   tools: ["internal", "domain", "services", "layers"],
   producers: ["internal", "domain", "services", "layers", "tools"],
   render: ["internal", "domain"],
-  agent: ["internal", "domain", "services", "layers", "tools"]
+  agent: ["internal", "domain", "services", "layers", "tools"],
+  inbox: ["internal", "domain", "services", "stores", "layers", "tools", "producers", "render", "agent"]
 }
 const layering = Object.entries(below).map(([folder, allowed]) => {
   const forbidden = Object.keys(below).filter((other) => other !== folder && !allowed.includes(other))

@@ -20,6 +20,7 @@ import { editFigures } from "./edit.js"
 import { bytes, median, printTable, ratio, type Row, us, wrap } from "./harness.js"
 import { historyFigures } from "./history.js"
 import { parallelFigures } from "./parallel.js"
+import { inboxFigures } from "./inbox.js"
 import { floorProgram, queueCycle } from "./queue.js"
 import { heapGrowth, resolveRoundTrip, retainedPerAction } from "./resolve.js"
 import { sessionFigures } from "./session.js"
@@ -175,6 +176,14 @@ rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
   const history = await historyFigures({ quick, repeats: quick ? 3 : 9 })
   rows.push(...history.rows)
   checks.push(...history.missed)
+}
+
+// The approval inbox over HTTP on a SQLite file, against plain node:http handlers doing the same SQL
+// (bench/inbox.ts).
+{
+  const inbox = await inboxFigures({ quick, repeats: quick ? 2 : 5 })
+  rows.push(...inbox.rows)
+  checks.push(...inbox.missed)
 }
 
 console.log(`\neffect-resolve benchmarks (node ${process.version}, ${cycles} cycles × ${repeats} runs per figure)\n`)

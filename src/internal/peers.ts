@@ -14,6 +14,7 @@
 /** The optional peers and their ranges: package.json's `peerDependencies` (test/layout/Peers.test.ts). */
 export const peerRanges = {
   "@effect/platform": "^0.97.2",
+  "@effect/platform-node": "^0.108.2",
   "@effect/ai": "^0.37.0",
   "@effect/sql": "^0.52.1",
   "@effect/sql-libsql": "^0.42.0",
@@ -30,7 +31,8 @@ export const entryPeers = {
   "effect-resolve/plan": ["@effect/platform"],
   "effect-resolve/ai": ["@effect/ai", "@effect/platform"],
   "effect-resolve/sqlite": ["@effect/sql", "@effect/sql-libsql", "@effect/experimental", "@effect/platform"],
-  "effect-resolve/postgres": ["@effect/sql", "@effect/sql-pg", "@effect/experimental", "@effect/platform"]
+  "effect-resolve/postgres": ["@effect/sql", "@effect/sql-pg", "@effect/experimental", "@effect/platform"],
+  "effect-resolve/inbox": ["@effect/platform", "@effect/platform-node"]
 } as const satisfies Record<string, ReadonlyArray<Peer>>
 
 /** An entry point with optional peers. */

@@ -20,10 +20,14 @@
  *
  * @since 0.3.0
  */
+import type * as FileSystem from "@effect/platform/FileSystem"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
+import { ToolError } from "../domain/Errors.js"
 import * as ActionKind from "../services/ActionKind.js"
+import type { EditFileLocked, EditWriteFailed } from "./EditErrors.js"
+import type { Workspace } from "./EditWorkspace.js"
 import { applyEdit } from "./internal/editApply.js"
 import { recoverEdit } from "./internal/editRecover.js"
 import { discardedResult } from "./internal/editSummary.js"
@@ -85,18 +89,100 @@ export interface EditSummary {
 }
 
 /**
+ * What a reviewer may change before applying an edit (edit before apply, in the approval inbox): the whole new text
+ * of some of the edit's files, each named by its path as the preview shows it (`displayPath`) or as the model wrote
+ * it (`inputPath`). Apply writes the amended text instead of the previewed bytes, with every guarantee of a normal
+ * apply (confinement to the workspace, the file lock, the check that each file still holds the bytes the preview
+ * read); a file the amendment does not name is written as previewed.
+ *
+ * @since 0.3.0
+ * @category schemas
+ */
+export const EditAmendment = Schema.Struct({
+  files: Schema.Array(
+    Schema.Struct({
+      path: Schema.String.annotations({ description: "The file's path, as the preview shows it." }),
+      text: Schema.String.annotations({ description: "The file's whole new text (UTF-8), written instead." })
+    })
+  ).pipe(Schema.minItems(1), Schema.maxItems(100))
+}).annotations({ identifier: "EditAmendment", description: "Replacement text per file of the edit." })
+
+/**
+ * @since 0.3.0
+ * @category models
+ */
+export type EditAmendment = typeof EditAmendment.Type
+
+/**
+ * The payload with a reviewer's amendment: the named files' bytes to write replaced by the amended text. A path
+ * the edit does not touch is a `ToolError` (nothing written).
+ *
+ * @since 0.3.0
+ * @category amendments
+ */
+export const amendPayload = (payload: EditPayload, amendment: EditAmendment): Effect.Effect<EditPayload, ToolError> => {
+  const texts = new Map<string, string>()
+  for (const { path, text } of amendment.files) {
+    const file = payload.files.find((f) => f.displayPath === path || f.inputPath === path)
+    if (file === undefined) {
+      return Effect.fail(
+        new ToolError({
+          message: `The amendment names ${JSON.stringify(path)}, which this edit does not touch (it touches ${
+            payload.files.map((f) => JSON.stringify(f.displayPath)).join(", ")
+          }). Nothing was written; amend only the edit's files.`
+        })
+      )
+    }
+    texts.set(file.realPath, text)
+  }
+  const encoder = new TextEncoder()
+  return Effect.succeed({
+    ...payload,
+    files: payload.files.map((file) => {
+      const text = texts.get(file.realPath)
+      return text === undefined ? file : { ...file, after: encoder.encode(text) }
+    })
+  })
+}
+
+/**
  * The durable kind of an edit: its payload holds the paths, the SHA-256 of the bytes the preview read and the bytes
  * to write, so a restarted process can apply it, and `recover` can tell from the files whether a crashed apply
- * wrote them. A durable session that stages edits registers it: `ResolveRuntime.layerDurable({ kinds: [kind], ... })`,
+ * wrote them. It declares `EditAmendment`: a reviewer may replace the text of the edit's files before applying (after
+ * a crash during an amended apply, `recover` finds the files neither as previewed nor as read, and leaves the
+ * action for a person). A durable session that stages edits registers it: `ResolveRuntime.layerDurable({ kinds: [kind], ... })`,
  * with `FileEditPreview.layer(...)` and a `FileSystem` (`NodeContext.layer`) provided to it.
  *
  * @since 0.2.0
  * @category kinds
  */
-export const kind = ActionKind.make({
+export const kind: ActionKind.ActionKind<
+  EditPayload,
+  typeof EditPayload.Encoded,
+  ToolError | EditWriteFailed | EditFileLocked,
+  FileSystem.FileSystem | Workspace
+> = ActionKind.make({
   name: "edit",
   payload: EditPayload,
-  apply: (payload, call) => applyEdit(payload, call.reason),
+  amendment: EditAmendment,
+  apply: (payload, call) =>
+    Effect.flatMap(
+      Effect.mapError(
+        ActionKind.amendmentOf(kind, call),
+        (error) =>
+          new ToolError({
+            message: `The reviewer's amendment does not decode (${error.message}); nothing was written.`
+          })
+      ),
+      Option.match({
+        onNone: () => applyEdit(payload, call.reason),
+        onSome: (amendment) =>
+          Effect.flatMap(
+            amendPayload(payload, amendment as EditAmendment),
+            (amended) => applyEdit(amended, call.reason)
+          )
+      })
+    ),
   reject: (payload, call) => Effect.succeed(Option.some(discardedResult(payload, call.reason))),
   recover: (payload) => recoverEdit(payload)
 })

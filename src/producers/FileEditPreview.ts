@@ -15,7 +15,7 @@
  * - `EditParams`: the parameters (`EditParams`), `decodeEditParams` and the strict `parametersJsonSchema`;
  * - `EditErrors`: what a preview or an apply fails with;
  * - `EditPreview`: the `preview` program, `editLabel` and `previewHeadline`;
- * - `EditKind`: the payload of an edit action (`EditPayload`, `EditFile`) and its durable `kind` (apply, discard,
+ * - `EditKind`: the payload of an edit action (`EditPayload`, `EditFile`) and its durable `kind` (apply, discard, amend (`EditAmendment`),
  *   recover);
  * - `EditDiff` (the replacements and the diff) and `FileLock` (the locks of an apply) underneath, and the
  *   implementation in `internal/`: `previewFiles` (finding, confining and reading a preview's files), `stagedFiles`
@@ -66,7 +66,7 @@ export {
   type FileEditError,
   InvalidEditParams
 } from "./EditErrors.js"
-export { EditFile, EditPayload, type EditSummary, kind } from "./EditKind.js"
+export { amendPayload, EditAmendment, EditFile, EditPayload, type EditSummary, kind } from "./EditKind.js"
 export { decodeEditParams, EditParams, FileEdits, parametersJsonSchema, Replacement } from "./EditParams.js"
 export { editLabel, preview, previewHeadline } from "./EditPreview.js"
 export { defaultLimits, layer, Workspace, type WorkspaceConfig } from "./EditWorkspace.js"

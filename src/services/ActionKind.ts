@@ -19,9 +19,13 @@
  *
  * @since 0.2.0
  */
-import type * as Effect from "effect/Effect"
-import type * as Option from "effect/Option"
-import type * as Schema from "effect/Schema"
+import * as Effect from "effect/Effect"
+import * as FiberRef from "effect/FiberRef"
+import { dual } from "effect/Function"
+import { globalValue } from "effect/GlobalValue"
+import * as Option from "effect/Option"
+import type { ParseError } from "effect/ParseResult"
+import * as Schema from "effect/Schema"
 import type { ToolError } from "../domain/Errors.js"
 import type { Extra } from "../domain/ResolveParams.js"
 import type { ToolResult } from "../domain/ToolResult.js"
@@ -62,6 +66,10 @@ export type Recovery = "applied" | "pending" | "conflict"
  *   tries again.
  * - `standing`: the action neither forces `resolve` nor gates other tools, and `resolve` without an id does not
  *   pick it (plan approval: the model writes the plan first, then resolves).
+ * - `amendment`: what a reviewer may change before applying (an approval inbox's "edit before apply"), a Schema
+ *   whose encoded form is JSON. Without it the kind is applied as staged or not at all. A reviewer's amendment is
+ *   checked against it before anything is recorded; `apply` reads it with `amendmentOf(kind, call)` (never from
+ *   `call.extra`, which a model controls) and must give an amended action every guarantee of a plain one.
  *
  * @since 0.2.0
  * @category models
@@ -77,6 +85,7 @@ export interface ActionKind<P, I, E, R> {
     R
   >
   readonly standing?: boolean
+  readonly amendment?: Schema.Schema<any, any>
 }
 
 /**
@@ -111,3 +120,63 @@ export const closureKind = "closure"
  * @category constructors
  */
 export const make = <P, I, E = never, R = never>(kind: ActionKind<P, I, E, R>): ActionKind<P, I, E, R> => kind
+
+/**
+ * A reviewer's amendment of one action, as the process that runs the reviewer's decision passes it to the kind's
+ * `apply`: the action's id, who amended it, and the amendment, encoded (the JSON that was recorded).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Amendment {
+  readonly actionId: string
+  readonly reviewer: string
+  readonly encoded: unknown
+}
+
+/**
+ * The amendment the current fiber applies with, if any: set only by `withAmendment` (an approval inbox, or a
+ * session running a reviewer's decision), never by a model's `resolve` call, whose `extra` a model controls.
+ *
+ * @since 0.3.0
+ * @category amendments
+ */
+export const currentAmendment: FiberRef.FiberRef<Option.Option<Amendment>> = globalValue(
+  Symbol.for("effect-resolve/ActionKind/currentAmendment"),
+  () => FiberRef.unsafeMake(Option.none<Amendment>())
+)
+
+/**
+ * Runs `effect` (a `resolve` of the amended action) with a reviewer's amendment for the kind's `apply` to read.
+ *
+ * @since 0.3.0
+ * @category amendments
+ */
+export const withAmendment: {
+  (amendment: Amendment): <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
+  <A, E, R>(effect: Effect.Effect<A, E, R>, amendment: Amendment): Effect.Effect<A, E, R>
+} = dual(
+  2,
+  <A, E, R>(effect: Effect.Effect<A, E, R>, amendment: Amendment) =>
+    Effect.locally(effect, currentAmendment, Option.some(amendment))
+)
+
+/**
+ * What `apply` reads to honour an amendment: the reviewer's amendment of this very call's action, decoded with the
+ * kind's `amendment` Schema; `none` when there is none (or the kind declares no amendment). A failure when it does
+ * not decode: it was checked before it was recorded, so the kind's Schema changed since.
+ *
+ * @since 0.3.0
+ * @category amendments
+ */
+export const amendmentOf = <P, I, E, R>(
+  kind: ActionKind<P, I, E, R>,
+  call: Call
+): Effect.Effect<Option.Option<unknown>, ParseError> =>
+  Effect.flatMap(FiberRef.get(currentAmendment), (current) => {
+    const schema = kind.amendment
+    if (schema === undefined || Option.isNone(current) || current.value.actionId !== call.id) {
+      return Effect.succeed(Option.none())
+    }
+    return Effect.map(Schema.decodeUnknown(schema)(current.value.encoded), Option.some)
+  })

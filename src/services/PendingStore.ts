@@ -30,19 +30,36 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import type { Decision, DecisionAction } from "../domain/Decision.js"
 import { PendingStoreError } from "../domain/Errors.js"
-import { isTerminal, type PendingEvent, type PendingRecord, type PendingStatus } from "../domain/PendingRecord.js"
 import {
+  isTerminal,
+  openStatuses,
+  type PendingEvent,
+  type PendingRecord,
+  type PendingStatus
+} from "../domain/PendingRecord.js"
+import {
+  amendmentJson,
   badCursor,
+  checkActionQuery,
   checkClaim,
+  checkComplete,
+  checkCountQuery,
+  checkDecision,
+  checkFeed,
   checkHeartbeat,
+  checkIds,
   checkPage,
   checkPrune,
   checkRecord,
+  checkRequested,
   checkSession,
   checkSettle,
+  checkSnooze,
   checkTransition,
   eventCursor,
+  maxNotesPrune,
   payloadJson,
   recordCursor
 } from "./internal/pendingStore.js"
@@ -166,6 +183,196 @@ export declare namespace PendingStore {
     readonly batch: number
   }
 
+  // ---- the approval inbox (0.3): listing across sessions, snoozes, decisions, the change feed -------------------
+
+  /**
+   * A record as the approval inbox lists it: the record, until when a reviewer snoozed it (`none`: never snoozed, or
+   * the snooze was ended; a time already past means the snooze is over), and the decision recorded for it that is
+   * still `requested`, if any.
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export interface ListedAction {
+    readonly record: PendingRecord
+    readonly snoozedUntil: Option.Option<number>
+    readonly requested: Option.Option<Decision>
+  }
+
+  /**
+   * Which records `listActions` reads, across sessions, most recent first (`createdAt` descending, then insertion
+   * order), a page at a time:
+   * - `sessions`, `statuses`, `kinds`: only those (each list at most 100 entries); `statuses` defaults to the
+   *   records not yet settled (`pending`, `resolving`, `orphaned`, `conflict`);
+   * - `snoozed`: `"hide"` (the default) leaves out records snoozed past `now`, `"only"` lists only those,
+   *   `"include"` both;
+   * - `limit` (1 to 1 000) and `cursor` (a page's `next`) as `PageOptions`.
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export interface ActionQuery extends PageOptions {
+    readonly sessions?: ReadonlyArray<string> | undefined
+    readonly statuses?: ReadonlyArray<PendingStatus> | undefined
+    readonly kinds?: ReadonlyArray<string> | undefined
+    readonly snoozed?: "hide" | "include" | "only" | undefined
+    readonly now: number
+  }
+
+  /**
+   * Which records `countActions` counts: those not yet settled, of `sessions` and `kinds` when given (each at most
+   * 100 entries), snoozes judged at `now`.
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export interface CountQuery {
+    readonly sessions?: ReadonlyArray<string> | undefined
+    readonly kinds?: ReadonlyArray<string> | undefined
+    readonly now: number
+  }
+
+  /**
+   * The counts of a badge, over the records not yet settled:
+   * - `pending`: pending, not snoozed, no decision requested: what waits for a person;
+   * - `requested`: a decision is recorded and waits to be run;
+   * - `snoozed`: snoozed past `now` (and no decision requested);
+   * - `resolving`, `orphaned`, `conflict`: with that status (whatever their snooze).
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export interface ActionCounts {
+    readonly pending: number
+    readonly requested: number
+    readonly snoozed: number
+    readonly resolving: number
+    readonly orphaned: number
+    readonly conflict: number
+  }
+
+  /**
+   * `snooze`'s input: hide the record from the inbox's default list until `until` (`none` ends a snooze). The
+   * record stays what it is for its session (a pending action is still pending for the model).
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export interface SnoozeInput {
+    readonly id: string
+    readonly until: Option.Option<number>
+    readonly now: number
+  }
+
+  /**
+   * `recordDecision`'s input: the new decision's id (`Decision.makeId`), the action it decides, who decided, what,
+   * why, and the amendment (a JSON value, `null` for none).
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export interface DecisionInput {
+    readonly id: string
+    readonly actionId: string
+    readonly reviewer: string
+    readonly action: DecisionAction
+    readonly reason: string
+    readonly amendment: unknown
+    readonly now: number
+  }
+
+  /**
+   * What `recordDecision` did: `Recorded` (the decision is `requested`), or why nothing was recorded: the action is
+   * unknown, it cannot be decided now (it is not `pending` or `orphaned`, or it expired), or another decision for it
+   * is still `requested`.
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export type RecordDecisionResult =
+    | { readonly _tag: "Recorded"; readonly decision: Decision }
+    | { readonly _tag: "UnknownAction" }
+    | { readonly _tag: "NotDecidable"; readonly record: PendingRecord }
+    | { readonly _tag: "AlreadyRequested"; readonly decision: Decision }
+
+  /**
+   * `completeDecision`'s input: how the decision ended (`done` or `failed`), what running it gave, and who ran it.
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export interface CompleteDecisionInput {
+    readonly id: string
+    readonly state: "done" | "failed"
+    readonly outcome: string
+    readonly by: string
+    readonly now: number
+  }
+
+  /**
+   * Which requested decisions `requestedDecisions` reads: of `sessions` and of records of `kinds` when given (each
+   * at most 100 entries), at most `limit` (1 to 1 000), oldest first.
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export interface RequestedQuery {
+    readonly sessions?: ReadonlyArray<string> | undefined
+    readonly kinds?: ReadonlyArray<string> | undefined
+    readonly limit: number
+  }
+
+  /**
+   * A requested decision and the record it decides, as it is now (a record may have settled meanwhile: whoever
+   * completes the decision says so).
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export interface RequestedDecision {
+    readonly decision: Decision
+    readonly record: PendingRecord
+  }
+
+  /**
+   * Where a reader of the change feed is: the last sequence number it read of each source. `journal` is the
+   * records' journal (every transition, in every process); `notes` is what the inbox adds (decisions recorded or
+   * completed, snoozes).
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export interface FeedPosition {
+    readonly journal: number
+    readonly notes: number
+  }
+
+  /**
+   * One change of the feed: its source, its sequence number there, and the action it concerns.
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export interface FeedChange {
+    readonly source: "journal" | "notes"
+    readonly seq: number
+    readonly actionId: string
+  }
+
+  /**
+   * `feed`'s input: the changes after `after` (at most `limit` per source, 1 to 1 000, in sequence order), and
+   * those at the sequence numbers in `missing` (at most 1 000 per source): numbers a reader saw skipped, which a
+   * transaction still running may fill in later (Postgres hands out sequence numbers before commit).
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export interface FeedInput {
+    readonly after: FeedPosition
+    readonly limit: number
+    readonly missing?: { readonly journal: ReadonlyArray<number>; readonly notes: ReadonlyArray<number> } | undefined
+  }
+
   /**
    * Every method is atomic: a transition is one transaction (the record and its journal event) and either happens
    * wholly or not at all. Writes are uninterruptible once started, so an interrupted caller's store is never in an
@@ -250,6 +457,61 @@ export declare namespace PendingStore {
     readonly saveSession: (session: string, state: string) => Effect.Effect<void, PendingStoreError>
     /** The last state saved for the session, if any. */
     readonly loadSession: (session: string) => Effect.Effect<Option.Option<string>, PendingStoreError>
+
+    // ---- the approval inbox (0.3) -----------------------------------------------------------------------------
+
+    /**
+     * One page of records across sessions, filtered as `query` says, most recent first, each with its snooze and its
+     * requested decision. On the SQL stores its cost follows the page (indexes on the records not yet settled, by
+     * status and by session), not how many records the store holds.
+     */
+    readonly listActions: (
+      query: PendingStore.ActionQuery
+    ) => Effect.Effect<PendingStore.Page<PendingStore.ListedAction>, PendingStoreError>
+    /** The given records (at most 1 000 ids) as `listActions` lists them, in no particular order; unknown ids are left out. */
+    readonly getActions: (
+      ids: ReadonlyArray<string>
+    ) => Effect.Effect<ReadonlyArray<PendingStore.ListedAction>, PendingStoreError>
+    /** The counts of a badge over the records not yet settled (its cost follows how many there are). */
+    readonly countActions: (
+      query: PendingStore.CountQuery
+    ) => Effect.Effect<PendingStore.ActionCounts, PendingStoreError>
+    /**
+     * Snoozes a record not yet settled until `until` (or ends its snooze): `false` when it is unknown or settled.
+     * Nothing else about the record changes.
+     */
+    readonly snooze: (input: PendingStore.SnoozeInput) => Effect.Effect<boolean, PendingStoreError>
+    /**
+     * Records a decision, `requested`, in one statement: only for a record that is `pending` or `orphaned` and not
+     * expired at `now`, and only when no other decision for it is `requested` (of concurrent callers, one wins).
+     */
+    readonly recordDecision: (
+      input: PendingStore.DecisionInput
+    ) => Effect.Effect<PendingStore.RecordDecisionResult, PendingStoreError>
+    /** The decision with this id, if any. */
+    readonly getDecision: (id: string) => Effect.Effect<Option.Option<Decision>, PendingStoreError>
+    /** Every decision recorded for a record, oldest first (empty for an unknown id). */
+    readonly decisions: (actionId: string) => Effect.Effect<ReadonlyArray<Decision>, PendingStoreError>
+    /**
+     * Decisions still `requested`, with their records as they are now, oldest first: what a process that can run
+     * them (the session's owner, an inbox registering the kind) completes. Its cost follows how many are requested.
+     */
+    readonly requestedDecisions: (
+      query: PendingStore.RequestedQuery
+    ) => Effect.Effect<ReadonlyArray<PendingStore.RequestedDecision>, PendingStoreError>
+    /** `requested → done | failed`, once: `false` when the decision is unknown or already completed. */
+    readonly completeDecision: (input: PendingStore.CompleteDecisionInput) => Effect.Effect<boolean, PendingStoreError>
+    /** The last sequence number of each feed source now (a reader starts there). */
+    readonly feedHead: Effect.Effect<PendingStore.FeedPosition, PendingStoreError>
+    /** The changes after a position, and at missing sequence numbers (see `FeedInput`). */
+    readonly feed: (
+      input: PendingStore.FeedInput
+    ) => Effect.Effect<ReadonlyArray<PendingStore.FeedChange>, PendingStoreError>
+    /**
+     * Forgets the oldest of the inbox's notes, keeping the last `keepLast` (at most 10 000 go per call); returns how
+     * many went. A reader that lags further behind than what is kept misses those notes.
+     */
+    readonly pruneNotes: (keepLast: number) => Effect.Effect<number, PendingStoreError>
   }
 }
 
@@ -312,6 +574,7 @@ export const makeMemory = (): PendingStore.Service => {
   /** Runtime instances and the ends of their leases. */
   const instances = new Map<string, number>()
   let seq = 0
+  const inboxState = makeMemoryInboxState()
 
   const event = (
     actionId: string,
@@ -325,6 +588,7 @@ export const makeMemory = (): PendingStore.Service => {
     const list = journal.get(actionId)
     if (list === undefined) journal.set(actionId, [e])
     else list.push(e)
+    inboxState.journalFeed.push(actionId)
   }
 
   const update = (
@@ -497,6 +761,7 @@ export const makeMemory = (): PendingStore.Service => {
     records.delete(record.id)
     seqs.delete(record.id)
     journal.delete(record.id)
+    inboxState.forget(record.id)
     bySession.get(record.session)?.delete(record.id)
   }
 
@@ -532,7 +797,10 @@ export const makeMemory = (): PendingStore.Service => {
       return Effect.void
     })
 
+  const inbox = memoryInbox(inboxState, { records, seqs, bySession, openBySession })
+
   return PendingStore.of({
+    ...inbox,
     insert,
     get: (id) => Effect.sync(() => Option.fromNullable(records.get(id))),
     list: (session) => Effect.sync(() => sorted(bySession.get(session))),
@@ -574,3 +842,346 @@ const deepFreeze = (value: unknown): unknown => {
   }
   return value
 }
+
+// ---- the approval inbox (0.3), in memory ----------------------------------------------------------------------
+
+/** A feed of one source: the action id of each change, numbered from 1; only the last `feedKept` are kept. */
+class MemoryFeed {
+  private ids: Array<string> = []
+  /** The sequence number of `ids[0]`. */
+  private first = 1
+  push(actionId: string) {
+    this.ids.push(actionId)
+    if (this.ids.length >= 2 * feedKept) {
+      this.first += this.ids.length - feedKept
+      this.ids = this.ids.slice(-feedKept)
+    }
+  }
+  get head(): number {
+    return this.first + this.ids.length - 1
+  }
+  after(seq: number, limit: number): Array<{ readonly seq: number; readonly actionId: string }> {
+    const out: Array<{ readonly seq: number; readonly actionId: string }> = []
+    for (let s = Math.max(seq + 1, this.first); s <= this.head && out.length < limit; s++) {
+      out.push({ seq: s, actionId: this.ids[s - this.first]! })
+    }
+    return out
+  }
+  at(seq: number): string | undefined {
+    return seq >= this.first ? this.ids[seq - this.first] : undefined
+  }
+  /** Forgets the oldest entries, keeping the last `keep`, at most `most` at once; returns how many went. */
+  trim(keep: number, most: number): number {
+    const gone = Math.min(Math.max(0, this.ids.length - keep), most)
+    this.ids = this.ids.slice(gone)
+    this.first += gone
+    return gone
+  }
+}
+
+/** How many changes of each source the memory store's feed keeps. */
+const feedKept = 100_000
+
+interface MemoryInboxState {
+  readonly journalFeed: MemoryFeed
+  readonly notesFeed: MemoryFeed
+  readonly snoozes: Map<string, number>
+  readonly decisions: Map<string, Decision>
+  readonly byAction: Map<string, Array<string>>
+  /** Per action, its requested decision's id; in the order they were requested. */
+  readonly requested: Map<string, string>
+  /** A record was removed (pruned): its snooze and decisions go with it. */
+  readonly forget: (actionId: string) => void
+}
+
+const makeMemoryInboxState = (): MemoryInboxState => {
+  const state: MemoryInboxState = {
+    journalFeed: new MemoryFeed(),
+    notesFeed: new MemoryFeed(),
+    snoozes: new Map(),
+    decisions: new Map(),
+    byAction: new Map(),
+    requested: new Map(),
+    forget: (actionId) => {
+      state.snoozes.delete(actionId)
+      state.requested.delete(actionId)
+      for (const id of state.byAction.get(actionId) ?? []) state.decisions.delete(id)
+      state.byAction.delete(actionId)
+    }
+  }
+  return state
+}
+
+type InboxMethods = Pick<
+  PendingStore.Service,
+  | "listActions"
+  | "getActions"
+  | "countActions"
+  | "snooze"
+  | "recordDecision"
+  | "getDecision"
+  | "decisions"
+  | "requestedDecisions"
+  | "completeDecision"
+  | "feedHead"
+  | "feed"
+  | "pruneNotes"
+>
+
+const memoryInbox = (
+  state: MemoryInboxState,
+  store: {
+    readonly records: ReadonlyMap<string, PendingRecord>
+    readonly seqs: ReadonlyMap<string, number>
+    readonly bySession: ReadonlyMap<string, ReadonlySet<string>>
+    readonly openBySession: ReadonlyMap<string, ReadonlySet<string>>
+  }
+): InboxMethods => {
+  const { bySession, openBySession, records, seqs } = store
+  const openSet: ReadonlySet<PendingStatus> = new Set(openStatuses)
+  const note = (actionId: string) => state.notesFeed.push(actionId)
+  const snoozedAt = (id: string, now: number): Option.Option<number> => {
+    const until = state.snoozes.get(id)
+    return until !== undefined && until > now ? Option.some(until) : Option.none()
+  }
+  const listed = (record: PendingRecord): PendingStore.ListedAction => {
+    const requested = state.requested.get(record.id)
+    return {
+      record,
+      snoozedUntil: Option.fromNullable(state.snoozes.get(record.id)),
+      requested: requested === undefined ? Option.none() : Option.fromNullable(state.decisions.get(requested))
+    }
+  }
+  // The ids of the records of `sessions` (all when absent), from the open index when only open statuses are wanted.
+  const candidates = function*(sessions: ReadonlyArray<string> | undefined, openOnly: boolean) {
+    const index = openOnly ? openBySession : bySession
+    if (sessions === undefined) {
+      for (const ids of index.values()) yield* ids
+    } else {
+      for (const session of new Set(sessions)) yield* index.get(session) ?? []
+    }
+  }
+  const newestFirst = (a: PendingRecord, b: PendingRecord) =>
+    b.createdAt - a.createdAt || seqs.get(b.id)! - seqs.get(a.id)!
+
+  const listActions = (query: PendingStore.ActionQuery) =>
+    Effect.suspend(() => {
+      const problem = checkActionQuery(query)
+      if (problem !== undefined) return Effect.fail(invalidInput("listActions", problem))
+      const after = query.cursor === undefined ? undefined : recordCursor.decode(query.cursor)
+      if (query.cursor !== undefined && after === undefined) return Effect.fail(invalidInput("listActions", badCursor))
+      const statuses = new Set(query.statuses ?? openStatuses)
+      const kinds = query.kinds === undefined ? undefined : new Set(query.kinds)
+      const snoozed = query.snoozed ?? "hide"
+      const found: Array<PendingRecord> = []
+      for (const id of candidates(query.sessions, [...statuses].every((status) => openSet.has(status)))) {
+        const record = records.get(id)!
+        if (!statuses.has(record.status) || (kinds !== undefined && !kinds.has(record.kind))) continue
+        if (snoozed !== "include" && Option.isSome(snoozedAt(id, query.now)) !== (snoozed === "only")) continue
+        if (
+          after !== undefined && typeof after.createdAt === "number" &&
+          !(record.createdAt < after.createdAt || (record.createdAt === after.createdAt && seqs.get(id)! < after.seq))
+        ) continue
+        found.push(record)
+      }
+      found.sort(newestFirst)
+      const items = found.slice(0, query.limit)
+      const last = items[items.length - 1]
+      return Effect.succeed<PendingStore.Page<PendingStore.ListedAction>>({
+        items: items.map(listed),
+        next: found.length > query.limit && last !== undefined ?
+          Option.some(recordCursor.encode(last.createdAt, seqs.get(last.id)!)) :
+          Option.none()
+      })
+    })
+
+  const countActions = (query: PendingStore.CountQuery) =>
+    Effect.suspend(() => {
+      const problem = checkCountQuery(query)
+      if (problem !== undefined) return Effect.fail(invalidInput("countActions", problem))
+      const kinds = query.kinds === undefined ? undefined : new Set(query.kinds)
+      const counts = { pending: 0, requested: 0, snoozed: 0, resolving: 0, orphaned: 0, conflict: 0 }
+      for (const id of candidates(query.sessions, true)) {
+        const record = records.get(id)!
+        if (kinds !== undefined && !kinds.has(record.kind)) continue
+        tally(counts, record.status, Option.isSome(snoozedAt(id, query.now)), state.requested.has(id))
+      }
+      return Effect.succeed<PendingStore.ActionCounts>(counts)
+    })
+
+  const recordDecision = (input: PendingStore.DecisionInput) =>
+    Effect.suspend(() => {
+      const problem = checkDecision(input)
+      if (problem !== undefined) return Effect.fail(invalidInput("recordDecision", problem))
+      const amendment = amendmentJson(input.amendment)
+      if ("problem" in amendment) return Effect.fail(invalidInput("recordDecision", amendment.problem))
+      const record = records.get(input.actionId)
+      if (record === undefined) return Effect.succeed<PendingStore.RecordDecisionResult>({ _tag: "UnknownAction" })
+      const waiting = state.requested.get(record.id)
+      if (waiting !== undefined) {
+        return Effect.succeed<PendingStore.RecordDecisionResult>({
+          _tag: "AlreadyRequested",
+          decision: state.decisions.get(waiting)!
+        })
+      }
+      if (!isDecidable(record, input.now)) {
+        return Effect.succeed<PendingStore.RecordDecisionResult>({ _tag: "NotDecidable", record })
+      }
+      if (state.decisions.has(input.id)) return Effect.fail(duplicateDecision(input.id))
+      const decision: Decision = Object.freeze({
+        id: input.id,
+        actionId: record.id,
+        session: record.session,
+        reviewer: input.reviewer,
+        action: input.action,
+        reason: input.reason,
+        amendment: deepFreeze(JSON.parse(amendment.json)),
+        state: "requested",
+        outcome: null,
+        requestedAt: input.now,
+        settledAt: null,
+        settledBy: null
+      })
+      state.decisions.set(decision.id, decision)
+      const list = state.byAction.get(record.id)
+      if (list === undefined) state.byAction.set(record.id, [decision.id])
+      else list.push(decision.id)
+      state.requested.set(record.id, decision.id)
+      note(record.id)
+      return Effect.succeed<PendingStore.RecordDecisionResult>({ _tag: "Recorded", decision })
+    })
+
+  const completeDecision = (input: PendingStore.CompleteDecisionInput) =>
+    Effect.suspend(() => {
+      const problem = checkComplete(input)
+      if (problem !== undefined) return Effect.fail(invalidInput("completeDecision", problem))
+      const before = state.decisions.get(input.id)
+      if (before === undefined || before.state !== "requested") return Effect.succeed(false)
+      state.decisions.set(
+        before.id,
+        Object.freeze({
+          ...before,
+          state: input.state,
+          outcome: input.outcome,
+          settledAt: input.now,
+          settledBy: input.by
+        })
+      )
+      state.requested.delete(before.actionId)
+      note(before.actionId)
+      return Effect.succeed(true)
+    })
+
+  const requestedDecisions = (query: PendingStore.RequestedQuery) =>
+    Effect.suspend(() => {
+      const problem = checkRequested(query)
+      if (problem !== undefined) return Effect.fail(invalidInput("requestedDecisions", problem))
+      const sessions = query.sessions === undefined ? undefined : new Set(query.sessions)
+      const kinds = query.kinds === undefined ? undefined : new Set(query.kinds)
+      const found: Array<PendingStore.RequestedDecision> = []
+      for (const id of state.requested.values()) {
+        const decision = state.decisions.get(id)!
+        const record = records.get(decision.actionId)
+        if (record === undefined || (sessions !== undefined && !sessions.has(decision.session))) continue
+        if (kinds !== undefined && !kinds.has(record.kind)) continue
+        found.push({ decision, record })
+      }
+      found.sort((a, b) => a.decision.requestedAt - b.decision.requestedAt)
+      return Effect.succeed(found.slice(0, query.limit))
+    })
+
+  const feed = (input: PendingStore.FeedInput) =>
+    Effect.suspend(() => {
+      const problem = checkFeed(input)
+      if (problem !== undefined) return Effect.fail(invalidInput("feed", problem))
+      const changes: Array<PendingStore.FeedChange> = []
+      const sources = [["journal", state.journalFeed], ["notes", state.notesFeed]] as const
+      for (const [source, log] of sources) {
+        for (const seq of input.missing?.[source] ?? []) {
+          const actionId = log.at(seq)
+          if (actionId !== undefined && seq <= log.head) changes.push({ source, seq, actionId })
+        }
+        for (const { actionId, seq } of log.after(input.after[source], input.limit)) {
+          changes.push({ source, seq, actionId })
+        }
+      }
+      return Effect.succeed<ReadonlyArray<PendingStore.FeedChange>>(changes)
+    })
+
+  return {
+    listActions,
+    getActions: (ids) =>
+      Effect.suspend(() => {
+        const problem = checkIds(ids)
+        if (problem !== undefined) return Effect.fail(invalidInput("getActions", problem))
+        const found: Array<PendingStore.ListedAction> = []
+        for (const id of new Set(ids)) {
+          const record = records.get(id)
+          if (record !== undefined) found.push(listed(record))
+        }
+        return Effect.succeed(found)
+      }),
+    countActions,
+    snooze: (input) =>
+      Effect.suspend(() => {
+        const problem = checkSnooze(input)
+        if (problem !== undefined) return Effect.fail(invalidInput("snooze", problem))
+        const record = records.get(input.id)
+        if (record === undefined || isTerminal(record.status)) return Effect.succeed(false)
+        if (Option.isSome(input.until)) state.snoozes.set(record.id, input.until.value)
+        else state.snoozes.delete(record.id)
+        note(record.id)
+        return Effect.succeed(true)
+      }),
+    recordDecision,
+    getDecision: (id) => Effect.sync(() => Option.fromNullable(state.decisions.get(id))),
+    decisions: (actionId) =>
+      Effect.sync(() => (state.byAction.get(actionId) ?? []).map((id) => state.decisions.get(id)!)),
+    requestedDecisions,
+    completeDecision,
+    feedHead: Effect.sync(() => ({ journal: state.journalFeed.head, notes: state.notesFeed.head })),
+    feed,
+    pruneNotes: (keepLast) =>
+      Effect.suspend(() => {
+        if (!(Number.isSafeInteger(keepLast) && keepLast >= 0)) {
+          return Effect.fail(invalidInput("pruneNotes", "keepLast must be a whole number, 0 or more"))
+        }
+        return Effect.succeed(state.notesFeed.trim(keepLast, maxNotesPrune))
+      })
+  }
+}
+
+/** Whether a decision can be recorded for `record` at `now`: it is pending or orphaned, and not expired. */
+export const isDecidable = (record: PendingRecord, now: number): boolean =>
+  (record.status === "pending" || record.status === "orphaned") && (record.expiresAt === null || record.expiresAt > now)
+
+/**
+ * Adds one record to a badge's counts.
+ *
+ * @internal
+ */
+export const tally = (
+  counts: { -readonly [K in keyof PendingStore.ActionCounts]: number },
+  status: PendingStatus,
+  snoozed: boolean,
+  requested: boolean,
+  n = 1
+): void => {
+  if (status === "resolving" || status === "orphaned" || status === "conflict") counts[status] += n
+  if (requested) counts.requested += n
+  else if (snoozed) counts.snoozed += n
+  else if (status === "pending") counts.pending += n
+}
+
+/**
+ * The error for a decision id `recordDecision` found taken; nothing was changed.
+ *
+ * @since 0.3.0
+ * @category errors
+ */
+export const duplicateDecision = (id: string): PendingStoreError =>
+  new PendingStoreError({
+    operation: "recordDecision",
+    detail: `a decision with id ${JSON.stringify(id)} already exists; nothing was changed. Record it under a new id ` +
+      "(Decision.makeId)."
+  })

@@ -15,6 +15,7 @@ import * as Schema from "effect/Schema"
 import type { PendingStoreError } from "../../domain/Errors.js"
 import { SteeringMessage } from "../../domain/SteeringMessage.js"
 import { directiveLabel } from "../../services/Preview.js"
+import { pickUp } from "./decisions.js"
 import { type Forcing, noForcing } from "./forcingMap.js"
 import type { Session } from "./session.js"
 
@@ -160,12 +161,13 @@ export const persist = (session: Session): Effect.Effect<void> => {
 }
 
 /**
- * Before each turn, a durable session reads its actions again first (one round trip): another process (an approval
- * inbox, a second worker) may have resolved one, and the queue must not force resolve for it.
+ * Before each turn, a durable session runs what a reviewer decided that only it can run, and tells the model of the
+ * previews it was shown that a reviewer settled (`pickUp`); then it reads its actions again (one round trip): another
+ * process (an approval inbox, a second worker) may have resolved one, and the queue must not force resolve for it.
  */
 export const refresh = (session: Session): Effect.Effect<void> =>
   session.pending.durable ?
-    Effect.matchCauseEffect(session.pending.listOpen, {
+    Effect.matchCauseEffect(Effect.zipRight(pickUp(session), session.pending.listOpen), {
       onFailure: (cause) => Effect.logWarning("effect-resolve: could not read the pending set again", cause),
       // The previews shown that are no longer pending are forgotten: `shown` stays as small as the set.
       onSuccess: (open) => {

@@ -211,3 +211,198 @@ export const eventCursor = {
     return Number.isSafeInteger(position) ? position : undefined
   }
 }
+
+// ---- the approval inbox (0.3) ---------------------------------------------------------------------------------
+
+/** The most entries a filter list (sessions, statuses, kinds) of the inbox's queries holds. */
+export const maxFilterEntries = 100
+
+/** The longest reviewer name and decision reason. */
+export const decisionLimits = {
+  reviewerMaxLength: 200,
+  reasonMaxLength: 4_000,
+  /** The largest amendment: the UTF-8 bytes of its JSON text (16 MiB). */
+  amendmentMaxBytes: 16 * 1024 * 1024
+} as const
+
+const checkList = (name: string, list: unknown): string | undefined => {
+  if (list === undefined) return undefined
+  if (!Array.isArray(list)) return `${name} must be a list`
+  if (list.length === 0 || list.length > maxFilterEntries) {
+    return `${name} must list 1 to ${maxFilterEntries} entries (leave it out for all)`
+  }
+  for (const item of list) if (!isText(item)) return `${name} must list strings`
+  return undefined
+}
+
+/** What is wrong with a `listActions` query, if anything. */
+export const checkActionQuery = (
+  query: {
+    readonly sessions?: ReadonlyArray<string> | undefined
+    readonly statuses?: ReadonlyArray<PendingStatus> | undefined
+    readonly kinds?: ReadonlyArray<string> | undefined
+    readonly snoozed?: string | undefined
+    readonly now: number
+    readonly limit: number
+    readonly cursor?: string | undefined
+  }
+): string | undefined => {
+  if (typeof query !== "object" || query === null) return "the query must be an object"
+  const page = checkPage(query)
+  if (page !== undefined) return page
+  const problem = checkList("sessions", query.sessions) ?? checkList("statuses", query.statuses) ??
+    checkList("kinds", query.kinds)
+  if (problem !== undefined) return problem
+  for (const status of query.statuses ?? []) {
+    if (!isPendingStatus(status) || status === "unreadable") {
+      return `statuses must list stored statuses, got ${JSON.stringify(status)}`
+    }
+  }
+  if (query.snoozed !== undefined && !["hide", "include", "only"].includes(query.snoozed)) {
+    return "snoozed must be \"hide\", \"include\" or \"only\""
+  }
+  if (!isMillis(query.now)) return "now must be epoch milliseconds (a non-negative integer)"
+  return undefined
+}
+
+/** What is wrong with a `countActions` query, if anything. */
+export const checkCountQuery = (
+  query: {
+    readonly sessions?: ReadonlyArray<string> | undefined
+    readonly kinds?: ReadonlyArray<string> | undefined
+    readonly now: number
+  }
+): string | undefined => {
+  if (typeof query !== "object" || query === null) return "the query must be an object"
+  const problem = checkList("sessions", query.sessions) ?? checkList("kinds", query.kinds)
+  if (problem !== undefined) return problem
+  if (!isMillis(query.now)) return "now must be epoch milliseconds (a non-negative integer)"
+  return undefined
+}
+
+/** What is wrong with a list of ids given to `getActions`, if anything. */
+export const checkIds = (ids: ReadonlyArray<string>): string | undefined => {
+  if (!Array.isArray(ids)) return "ids must be a list"
+  if (ids.length > maxPageLimit) return `at most ${maxPageLimit} ids at once`
+  for (const id of ids) if (!isText(id)) return "ids must be strings"
+  return undefined
+}
+
+/** What is wrong with a `snooze` input, if anything. */
+export const checkSnooze = (
+  input: { readonly id: string; readonly until: Option.Option<number>; readonly now: number }
+): string | undefined => {
+  if (!isText(input.id)) return "id must be a string"
+  if (input.until._tag === "Some" && !isMillis(input.until.value)) return "until must be epoch milliseconds"
+  if (!isMillis(input.now)) return "now must be epoch milliseconds (a non-negative integer)"
+  return undefined
+}
+
+/** The JSON text of an amendment, or what is wrong with it. */
+export const amendmentJson = (amendment: unknown): { readonly json: string } | { readonly problem: string } => {
+  if (amendment === undefined) return { problem: "amendment must be a JSON value (null for none)" }
+  const json = payloadJson(amendment)
+  if (json === undefined) return { problem: "amendment must be a JSON value (null for none)" }
+  if (Buffer.byteLength(json, "utf8") > decisionLimits.amendmentMaxBytes) {
+    return { problem: `amendment must be at most ${decisionLimits.amendmentMaxBytes} bytes as JSON` }
+  }
+  return { json }
+}
+
+/** What is wrong with a `recordDecision` input, if anything. */
+export const checkDecision = (
+  input: {
+    readonly id: string
+    readonly actionId: string
+    readonly reviewer: string
+    readonly action: string
+    readonly reason: string
+    readonly now: number
+  }
+): string | undefined => {
+  if (typeof input !== "object" || input === null) return "the decision must be an object"
+  if (!isText(input.id) || !/^dc_[a-z0-9_]{1,60}$/.test(input.id)) {
+    return "id must be a decision id (Decision.makeId: dc_<time>_<random>)"
+  }
+  if (!isText(input.actionId) || input.actionId.length === 0) return "actionId must be a non-empty string"
+  if (
+    !isText(input.reviewer) || input.reviewer.length === 0 || input.reviewer.length > decisionLimits.reviewerMaxLength
+  ) {
+    return `reviewer must be a name of 1 to ${decisionLimits.reviewerMaxLength} characters`
+  }
+  if (input.action !== "apply" && input.action !== "discard") return "action must be \"apply\" or \"discard\""
+  if (
+    !isText(input.reason) || input.reason.trim().length === 0 || input.reason.length > decisionLimits.reasonMaxLength
+  ) {
+    return `reason must be text of 1 to ${decisionLimits.reasonMaxLength} characters`
+  }
+  if (!isMillis(input.now)) return "now must be epoch milliseconds (a non-negative integer)"
+  return undefined
+}
+
+/** What is wrong with a `completeDecision` input, if anything. */
+export const checkComplete = (
+  input: {
+    readonly id: string
+    readonly state: string
+    readonly outcome: string
+    readonly by: string
+    readonly now: number
+  }
+): string | undefined => {
+  if (!isText(input.id)) return "id must be a string"
+  if (input.state !== "done" && input.state !== "failed") return "state must be \"done\" or \"failed\""
+  if (!isText(input.outcome)) return "outcome must be a string"
+  if (!isText(input.by) || input.by.length === 0) return "by must be a non-empty string (who ran it)"
+  if (!isMillis(input.now)) return "now must be epoch milliseconds (a non-negative integer)"
+  return undefined
+}
+
+/** What is wrong with a `requestedDecisions` query, if anything. */
+export const checkRequested = (
+  query: {
+    readonly sessions?: ReadonlyArray<string> | undefined
+    readonly kinds?: ReadonlyArray<string> | undefined
+    readonly limit: number
+  }
+): string | undefined => {
+  if (typeof query !== "object" || query === null) return "the query must be an object"
+  const problem = checkList("sessions", query.sessions) ?? checkList("kinds", query.kinds)
+  if (problem !== undefined) return problem
+  if (!(Number.isSafeInteger(query.limit) && query.limit >= 1 && query.limit <= maxPageLimit)) {
+    return `limit must be a whole number from 1 to ${maxPageLimit}`
+  }
+  return undefined
+}
+
+const isSeq = (u: unknown) => typeof u === "number" && Number.isSafeInteger(u) && u >= 0
+
+/** What is wrong with a `feed` input, if anything. */
+export const checkFeed = (
+  input: {
+    readonly after: { readonly journal: number; readonly notes: number }
+    readonly limit: number
+    readonly missing?: { readonly journal: ReadonlyArray<number>; readonly notes: ReadonlyArray<number> } | undefined
+  }
+): string | undefined => {
+  if (typeof input !== "object" || input === null || typeof input.after !== "object" || input.after === null) {
+    return "the input must be an object with after: { journal, notes }"
+  }
+  if (!isSeq(input.after.journal) || !isSeq(input.after.notes)) {
+    return "after.journal and after.notes must be sequence numbers (non-negative integers)"
+  }
+  if (!(Number.isSafeInteger(input.limit) && input.limit >= 1 && input.limit <= maxPageLimit)) {
+    return `limit must be a whole number from 1 to ${maxPageLimit}`
+  }
+  if (input.missing !== undefined) {
+    for (const list of [input.missing.journal, input.missing.notes]) {
+      if (!Array.isArray(list) || list.length > maxPageLimit || !list.every(isSeq)) {
+        return `missing.journal and missing.notes must list at most ${maxPageLimit} sequence numbers`
+      }
+    }
+  }
+  return undefined
+}
+
+/** The most notes one `pruneNotes` call removes. */
+export const maxNotesPrune = 10_000

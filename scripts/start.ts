@@ -1,0 +1,129 @@
+/**
+ * `npm start`: the approval inbox on its embedded default, with a demo agent session. No keys, no network.
+ *
+ * - a SQLite file and a workspace in a fresh temp directory (or the directory given as the first argument);
+ * - an agent session (the scripted model, through the turn driver) that previews two edits of the workspace;
+ * - the inbox on 127.0.0.1 (port 4411, or `PORT`) over the same SQLite file, registering the edit kind; it prints a
+ *   one-time login link. Open it, apply or discard, and watch the terminal: the session's next turn tells its model
+ *   what the reviewer decided ("A reviewer (owner) applied pa_…: reason").
+ *
+ * Stop it with Ctrl-C.
+ */
+import { Tool, Toolkit } from "@effect/ai"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
+import { Console, Duration, Effect, Layer, Schedule, Schema } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as ScriptedModel from "../src/agent/ScriptedModel.js"
+import { TurnDriver } from "../src/agent/TurnDriver.js"
+import { FileEditPreview } from "../src/edit.js"
+import { Inbox } from "../src/inbox/Inbox.js"
+import { InboxServer } from "../src/inbox/InboxServer.js"
+import { PendingActions, ResolveConfig, ResolveRuntime, ToolResult } from "../src/index.js"
+import { messageOf } from "../src/internal/render.js"
+import * as SqliteStore from "../src/stores/SqliteStore.js"
+
+const dir = process.argv[2] ?? fs.mkdtempSync(path.join(os.tmpdir(), "effect-resolve-inbox-"))
+const workspace = path.join(dir, "workspace")
+fs.mkdirSync(workspace, { recursive: true })
+if (!fs.existsSync(path.join(workspace, "greeting.ts"))) {
+  fs.writeFileSync(path.join(workspace, "greeting.ts"), "export const greeting = \"hello\"\n")
+  fs.writeFileSync(path.join(workspace, "README.md"), "# Demo\n\nA workspace for the approval inbox's demo.\n")
+}
+const database = path.join(dir, "pending.db")
+
+// The model's edit tool: the edit producer's tool, as an @effect/ai tool.
+const Edit = Tool.make("edit", {
+  description: FileEditPreview.tool.description,
+  parameters: {
+    files: Schema.Array(Schema.Struct({
+      path: Schema.String,
+      edits: Schema.Array(Schema.Struct({ oldText: Schema.String, newText: Schema.String }))
+    }))
+  },
+  success: Schema.String,
+  failure: Schema.String,
+  dependencies: [PendingActions]
+})
+const Tools = Toolkit.make(Edit)
+const handlers = Tools.toLayer(
+  Effect.gen(function*() {
+    const context = yield* Effect.context<Layer.Layer.Success<typeof editing>>()
+    return {
+      edit: (params) =>
+        FileEditPreview.tool.execute(params).pipe(
+          Effect.map(ToolResult.textOf),
+          Effect.mapError(messageOf),
+          Effect.provide(context)
+        )
+    }
+  })
+)
+const editing = Layer.mergeAll(FileEditPreview.layer({ root: workspace }), NodeContext.layer)
+
+// The scripted model: previews two edits, then reads what reviewers decided.
+const script: ScriptedModel.Script = (request) => {
+  if (request.index === 0) {
+    return ScriptedModel.toolCall("edit", {
+      files: [{ path: "greeting.ts", edits: [{ oldText: "\"hello\"", newText: "\"hello, world\"" }] }]
+    })
+  }
+  if (request.index === 1) {
+    return ScriptedModel.toolCall("edit", {
+      files: [{ path: "README.md", edits: [{ oldText: "A workspace", newText: "A small workspace" }] }]
+    })
+  }
+  const told = request.userTexts.at(-1) ?? ""
+  return told.startsWith("A reviewer") ? `Understood: ${told}` : "Both previews wait for a reviewer."
+}
+
+const store = SqliteStore.layer({ filename: database })
+const session = Layer.mergeAll(TurnDriver.layerWithoutDependencies({ system: "You edit files." }), handlers).pipe(
+  Layer.provideMerge(ScriptedModel.layer(script)),
+  Layer.provideMerge(ResolveRuntime.layerDurable({ session: "demo", kinds: [FileEditPreview.kind] })),
+  Layer.provideMerge(editing),
+  Layer.provideMerge(ResolveConfig.layer({ enforcement: "soft" }))
+)
+const inbox = InboxServer.layer({ port: Number(process.env.PORT ?? 4411) }).pipe(
+  Layer.provideMerge(Inbox.layer({ kinds: [FileEditPreview.kind] }).pipe(Layer.provide(editing)))
+)
+
+const program = Effect.gen(function*() {
+  const driver = yield* TurnDriver
+  const pending = yield* PendingActions
+  // A run ends when its turns are used up while previews wait for a reviewer: that is the demo's normal state.
+  const turn = (prompt: string, maxTurns: number) =>
+    Effect.asVoid(
+      Effect.catchTag(driver.run(prompt, { toolkit: Tools, maxTurns }), "MaxTurnsExceeded", () => Effect.void)
+    )
+  if ((yield* pending.listOpen).length === 0) {
+    yield* turn("Greet the world in greeting.ts, and tighten README.md.", 3)
+  }
+  const server = yield* InboxServer
+  yield* Console.log(`Workspace: ${workspace}\nDatabase:  ${database}`)
+  yield* Console.log(`\nThe approval inbox: open this one-time login link (it works once):\n\n  ${yield* server
+    .loginLink()}\n`)
+  // The agent's turn each time something it was shown is settled: its model hears what the reviewer decided.
+  let open = (yield* pending.listOpen).length
+  const printed = new Set<string>()
+  yield* Effect.repeat(
+    Effect.gen(function*() {
+      const now = (yield* pending.listOpen).length
+      if (now === open) return
+      open = now
+      yield* turn("Anything new from the reviewers?", 1)
+      const last = (yield* ScriptedModel.requests).at(-1)
+      for (const text of last?.userTexts ?? []) {
+        if (text.startsWith("A reviewer") && !printed.has(text)) {
+          printed.add(text)
+          yield* Console.log(`The agent's model was told: ${text}`)
+        }
+      }
+    }),
+    Schedule.spaced(Duration.seconds(1))
+  )
+})
+
+NodeRuntime.runMain(program.pipe(Effect.provide(Layer.mergeAll(session, inbox).pipe(Layer.provideMerge(store)))))

@@ -1,0 +1,151 @@
+/**
+ * A reviewer's decisions, on the session's side (the approval inbox records them in the store; see
+ * docs/inbox.md). Before each turn a durable session:
+ *
+ * 1. runs the decisions requested for its actions that only it can run (a closure it staged, a kind the inbox does
+ *    not register), exactly as a model's `resolve` call would (the store's claim makes it once, whoever else
+ *    tries), with the reviewer's reason and amendment, and completes each decision `done` or `failed`;
+ * 2. tells the model, in the turn's request, of every preview it was shown that a reviewer settled meanwhile
+ *    (whoever ran it: this session or the inbox): "A reviewer (ann) applied pa_…: reason", with what the reviewer
+ *    changed. The action is no longer pending, so its forcing ends.
+ *
+ * @since 0.3.0
+ */
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
+import type { Decision } from "../../domain/Decision.js"
+import type { PendingStoreError } from "../../domain/Errors.js"
+import { isTerminal } from "../../domain/PendingRecord.js"
+import type { SteeringMessage } from "../../domain/SteeringMessage.js"
+import * as ToolResult from "../../domain/ToolResult.js"
+import { capText, messageOf } from "../../internal/render.js"
+import * as ActionKind from "../../services/ActionKind.js"
+import { resolve } from "../../tools/Resolve.js"
+import type { Session } from "./session.js"
+
+/** The steering message's `customType`. */
+export const decisionMessageType = "reviewer-decision"
+
+/** Requested decisions read per turn (more wait for the next turn). */
+const batch = 20
+
+/** The longest amendment text put in a message. */
+const amendmentMax = 2_000
+
+/** Ends a text with a full stop unless it ends a sentence already. */
+const sentence = (text: string): string => /[.!?]$/.test(text.trim()) ? text.trim() : `${text.trim()}.`
+
+/** What the model reads of a completed decision. */
+export const decisionText = (decision: Decision): string => {
+  const verb = decision.action === "apply" ? "applied" : "discarded"
+  const reason = decision.reason.trim() === "" ? "no reason given" : decision.reason
+  const changed = decision.action === "apply" && decision.amendment !== null && decision.amendment !== undefined ?
+    ` Before applying, the reviewer changed it to: ${capText(JSON.stringify(decision.amendment), amendmentMax)}.` :
+    ""
+  const outcome = decision.outcome === null ? "" : ` Result: ${sentence(capText(decision.outcome, amendmentMax))}`
+  return `A reviewer (${decision.reviewer}) ${verb} ${decision.actionId}: ${sentence(reason)}${changed}${outcome} ` +
+    `Do not resolve ${decision.actionId} again.`
+}
+
+const steering = (decision: Decision, now: number): SteeringMessage => ({
+  customType: decisionMessageType,
+  content: decisionText(decision),
+  details: { decision: decision.id, action: decision.actionId, reviewer: decision.reviewer },
+  display: false,
+  attribution: "agent",
+  timestamp: now
+})
+
+/** Runs one requested decision in this session; the decision as completed, or none when it stays requested. */
+const runOne = (session: Session, decision: Decision): Effect.Effect<Option.Option<Decision>, PendingStoreError> =>
+  Effect.gen(function*() {
+    const store = session.store!
+    const params = { action: decision.action, reason: decision.reason, id: decision.actionId } as const
+    const program = decision.action === "apply" && decision.amendment !== null ?
+      ActionKind.withAmendment(resolve(params), {
+        actionId: decision.actionId,
+        reviewer: decision.reviewer,
+        encoded: decision.amendment
+      }) :
+      resolve(params)
+    const exit = yield* Effect.exit(Effect.provide(program, session.runtime))
+    let state: "done" | "failed"
+    let outcome: string
+    if (Exit.isSuccess(exit)) {
+      state = "done"
+      outcome = ToolResult.textOf(exit.value)
+    } else {
+      const failure = Cause.failureOption(exit.cause)
+      if (Option.isNone(failure)) {
+        yield* Effect.logWarning(`effect-resolve: running the reviewer's decision ${decision.id} died`, exit.cause)
+        return Option.none()
+      }
+      const error = failure.value
+      // Another process's to run, or running right now: left requested.
+      if (
+        error._tag === "PendingActionElsewhere" || error._tag === "PendingStoreError" ||
+        (error._tag === "PendingActionNotPending" && error.status === "resolving")
+      ) return Option.none()
+      state = "failed"
+      outcome = messageOf(error)
+    }
+    const now = yield* Clock.currentTimeMillis
+    const by = `session:${session.id}`
+    const completed = yield* store.completeDecision({
+      id: decision.id,
+      state,
+      outcome: capText(outcome, 4_000),
+      by,
+      now
+    })
+    return completed ?
+      Option.some<Decision>({ ...decision, state, outcome, settledAt: now, settledBy: by }) :
+      Option.none()
+  })
+
+/**
+ * Runs what a reviewer decided for this session's actions that it can run, then returns the steering messages for
+ * the shown previews (`shown`) that are no longer open (`open`): one per completed `done` decision. Never fails: a
+ * store that cannot be read is logged, and the next turn tries again.
+ */
+export const pickUp = (session: Session): Effect.Effect<void> =>
+  session.store === undefined ?
+    Effect.void :
+    Effect.gen(function*() {
+      const store = session.store!
+      const waiting = yield* store.requestedDecisions({ sessions: [session.id], limit: batch })
+      const ran = new Map<string, Decision>()
+      for (const { decision, record } of waiting) {
+        if (isTerminal(record.status) || record.status === "resolving") continue
+        const done = yield* runOne(session, decision)
+        if (Option.isSome(done) && done.value.state === "done") ran.set(decision.actionId, done.value)
+      }
+      // The previews the model saw that are settled now: a reviewer's decision is told once, whoever ran it.
+      const shown = [...(yield* Ref.get(session.shown))]
+      const open = new Set((yield* session.pending.listOpen).filter((i) => i.status === "pending").map((i) => i.id))
+      const told: Array<Decision> = []
+      for (const id of shown) {
+        if (open.has(id)) continue
+        const known = ran.get(id)
+        if (known !== undefined) {
+          told.push(known)
+          ran.delete(id)
+          continue
+        }
+        const decisions = yield* store.decisions(id)
+        const done = decisions.filter((d) => d.state === "done").at(-1)
+        if (done !== undefined) told.push(done)
+      }
+      told.push(...ran.values())
+      if (told.length === 0) return
+      const now = yield* Clock.currentTimeMillis
+      yield* Ref.update(session.carry, (messages) => [...messages, ...told.map((d) => steering(d, now))])
+    }).pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.logWarning("effect-resolve: could not read the reviewers' decisions; the next turn tries again", cause)
+      )
+    )

@@ -1,0 +1,771 @@
+/**
+ * The approval inbox's work, apart from HTTP: it reads the same `PendingStore` as the agent sessions (so it may run
+ * in another process or machine), lists what waits for a person, records each decision durably, and runs it exactly
+ * once when it can.
+ *
+ * Deciding, in order: the reviewer's permission (a read-only token changes nothing); the action, in the reviewer's
+ * sessions; the amendment, checked against the kind's `amendment` Schema; the decision, recorded `requested` in one
+ * statement (at most one per action). Then the inbox runs it through the public runtime: it opens the action's
+ * session as a second process would (`ResolveRuntime.layerDurable` with the kinds it registers, kept open while in use and
+ * for `idleSessionTimeout` after), resolves the action by id with the reviewer's reason (and amendment), and
+ * completes the decision `done` or `failed` with the outcome. A record of a kind this inbox does not register is the
+ * session's own process's to run: its decision stays `requested`, and the result says so. A background sweep runs
+ * what is left `requested` that the inbox can run (after a crash, or a store failure), and completes decisions whose
+ * action was settled meanwhile.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Layer, Option } from "effect"
+ * import { Inbox } from "effect-resolve/inbox"
+ * import { SqliteStore } from "effect-resolve/sqlite"
+ *
+ * const InboxLive = Inbox.layer({ kinds: [] }).pipe(Layer.provide(SqliteStore.layer({ filename: "agent.db" })))
+ * const program = Effect.gen(function*() {
+ *   const inbox = yield* Inbox
+ *   const page = yield* inbox.list({ name: "ann", permission: "read", sessions: Option.none() }, {})
+ *   console.log(page.counts.pending, "waiting")
+ * }).pipe(Effect.provide(InboxLive))
+ * ```
+ *
+ * @since 0.3.0
+ */
+import * as Cause from "effect/Cause"
+import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as FiberId from "effect/FiberId"
+import * as JSONSchema from "effect/JSONSchema"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
+import * as RcMap from "effect/RcMap"
+import * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
+import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
+import { randomBytes } from "node:crypto"
+import * as DecisionModel from "../domain/Decision.js"
+import type { PendingStoreError } from "../domain/Errors.js"
+import { isTerminal, type PendingRecord, type PendingStatus } from "../domain/PendingRecord.js"
+import * as ToolResult from "../domain/ToolResult.js"
+import { capText, messageOf } from "../internal/render.js"
+import * as ResolveRuntime from "../layers/ResolveRuntime.js"
+import * as ActionKind from "../services/ActionKind.js"
+import { PendingStore } from "../services/PendingStore.js"
+import { resolve } from "../tools/Resolve.js"
+import {
+  type ActionDetail,
+  type ActionList,
+  ActionNotDecidable,
+  ActionNotFound,
+  type ActionSummary,
+  AmendmentRejected,
+  type BatchRequest,
+  type BatchResult,
+  type ChangedEvent,
+  type Counts,
+  DecisionAlreadyRequested,
+  type DecisionRequest,
+  type DecisionResult,
+  type DecisionView,
+  type Diff,
+  InboxForbidden,
+  InvalidQuery,
+  type ListParams,
+  type ReviewerInfo,
+  StoreUnavailable
+} from "./InboxApi.js"
+import * as DiffParser from "./internal/diff.js"
+import * as Feed from "./internal/feed.js"
+
+// -----------------------------------------------------------------------------------------------------------------
+// options and service
+// -----------------------------------------------------------------------------------------------------------------
+
+/**
+ * How an inbox runs.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Options<Kinds extends ReadonlyArray<ActionKind.Any>> {
+  /**
+   * The durable kinds this inbox runs (with their requirements in the layer's context): a decision about an
+   * action of one of them is applied or discarded here, at once. Any other action's decision is recorded for its
+   * session's own process to run.
+   */
+  readonly kinds?: Kinds | undefined
+  /** How often the change feed is read (default 250 milliseconds). */
+  readonly pollInterval?: Duration.DurationInput | undefined
+  /** How often decisions left `requested` are looked at again (default 5 seconds). */
+  readonly sweepInterval?: Duration.DurationInput | undefined
+  /** How long a session opened to run a decision stays open unused (default 30 seconds). */
+  readonly idleSessionTimeout?: Duration.DurationInput | undefined
+  /** The lease of the sessions the inbox opens (see `DurableOptions.lease`; default 1 minute). */
+  readonly lease?: Duration.DurationInput | undefined
+}
+
+/**
+ * What a reviewer's request may fail with.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export type DecideError =
+  | InboxForbidden
+  | ActionNotFound
+  | ActionNotDecidable
+  | DecisionAlreadyRequested
+  | AmendmentRejected
+  | StoreUnavailable
+
+/**
+ * @since 0.3.0
+ * @category tags
+ */
+export declare namespace Inbox {
+  /**
+   * @since 0.3.0
+   * @category models
+   */
+  export interface Service {
+    /** The kinds this inbox registers (it runs their decisions itself). */
+    readonly kinds: ReadonlyArray<string>
+    /** A page of the actions in the reviewer's sessions, filtered, with the badge's counts. */
+    readonly list: (
+      reviewer: ReviewerInfo,
+      params: ListParams
+    ) => Effect.Effect<ActionList, InvalidQuery | StoreUnavailable>
+    /** One action in the reviewer's sessions, whole. */
+    readonly get: (reviewer: ReviewerInfo, id: string) => Effect.Effect<ActionDetail, ActionNotFound | StoreUnavailable>
+    /** The badge's counts over the reviewer's sessions. */
+    readonly counts: (reviewer: ReviewerInfo) => Effect.Effect<Counts, StoreUnavailable>
+    /** Decides one action (see the module's overview); nothing changes on a failure. */
+    readonly decide: (
+      reviewer: ReviewerInfo,
+      id: string,
+      request: DecisionRequest
+    ) => Effect.Effect<DecisionResult, DecideError>
+    /** Up to 100 decisions, in order, each answered on its own. */
+    readonly decideBatch: (
+      reviewer: ReviewerInfo,
+      request: BatchRequest
+    ) => Effect.Effect<BatchResult, InboxForbidden | StoreUnavailable>
+    /**
+     * What changes in the reviewer's sessions (of `sessions`, when given) from now on, from any process: each
+     * element names the actions that changed, as they are now, the ids that are gone, and the counts.
+     */
+    readonly subscribe: (
+      reviewer: ReviewerInfo,
+      sessions?: ReadonlyArray<string> | undefined
+    ) => Effect.Effect<Stream.Stream<ChangedEvent, StoreUnavailable>, never, Scope.Scope>
+    /** Runs what the sweep runs, now: decisions left `requested` that this inbox can run. Returns how many ran. */
+    readonly sweep: Effect.Effect<number, StoreUnavailable>
+  }
+}
+
+/**
+ * The Inbox service.
+ *
+ * @since 0.3.0
+ * @category tags
+ */
+export class Inbox extends Context.Tag("effect-resolve/inbox/Inbox")<Inbox, Inbox.Service>() {
+  /**
+   * An inbox on the `PendingStore` in context, running the decisions of `kinds` (whose requirements the layer
+   * needs). Its change-feed poller, sweep and opened sessions live as long as the layer.
+   *
+   * @since 0.3.0
+   * @category layers
+   */
+  static readonly layer = <const Kinds extends ReadonlyArray<ActionKind.Any> = []>(
+    options: Options<Kinds> = {}
+  ): Layer.Layer<Inbox, never, PendingStore | ActionKind.Requirements<Kinds>> =>
+    Layer.scoped(
+      Inbox,
+      Effect.gen(function*() {
+        const store = yield* PendingStore
+        const context = yield* Effect.context<ActionKind.Requirements<Kinds>>()
+        return yield* make(store, options.kinds ?? [], context as Context.Context<never>, options)
+      })
+    )
+}
+
+// -----------------------------------------------------------------------------------------------------------------
+// implementation
+// -----------------------------------------------------------------------------------------------------------------
+
+/** Epoch milliseconds, or `none` when absent. */
+const millisOption = (n: number | null): Option.Option<number> => Option.fromNullable(n)
+
+const viewOf = (decision: DecisionModel.Decision): DecisionView => ({
+  id: decision.id,
+  actionId: decision.actionId,
+  session: decision.session,
+  reviewer: decision.reviewer,
+  action: decision.action,
+  reason: decision.reason,
+  amendment: decision.amendment,
+  state: decision.state,
+  outcome: Option.fromNullable(decision.outcome),
+  requestedAt: decision.requestedAt,
+  settledAt: millisOption(decision.settledAt)
+})
+
+const storeFailed = (error: PendingStoreError) =>
+  new StoreUnavailable({
+    message: `The pending store failed (${capText(error.detail, 500)}). Retry; a decision that was recorded is kept ` +
+      "and run later."
+  })
+
+/** A store error from bad input (no cause) is the caller's; any other is the store's. */
+const queryOrStore = (error: PendingStoreError) =>
+  error.cause === undefined ? new InvalidQuery({ message: error.detail }) : storeFailed(error)
+
+const notDecidableText = (status: PendingStatus): string =>
+  status === "resolving" ?
+    "is being resolved right now; wait for its result" :
+    status === "conflict" ?
+    "could not be confirmed after a crash: check it by hand first" :
+    status === "unreadable" ?
+    "cannot be read from the store; it can only be discarded" :
+    status === "orphaned" ?
+    "was staged by a process that is gone, and no process registers its kind: it can only be discarded" :
+    status === "pending" ?
+    "expired; it can no longer be applied" :
+    `was already ${status}`
+
+/** `effect`, run at most once: later callers wait for the first one's result. */
+const once = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> => {
+  let result: Deferred.Deferred<A, E> | undefined
+  return Effect.suspend(() => {
+    if (result !== undefined) return Deferred.await(result)
+    const deferred = result = Deferred.unsafeMake<A, E>(FiberId.none)
+    return Effect.uninterruptible(
+      Effect.flatMap(Effect.exit(effect), (exit) => Effect.zipRight(Deferred.done(deferred, exit), exit))
+    )
+  })
+}
+
+/** What running a decision did. */
+interface RunOutcome {
+  readonly outcome: "applied" | "discarded" | "failed" | "requested"
+  readonly message: string
+}
+
+/** The most characters of a decision's outcome kept. */
+const outcomeMax = 4_000
+
+/**
+ * Builds an inbox on `store` (what `layer` provides); its background fibers live in the current scope.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const make = (
+  store: PendingStore.Service,
+  kinds: ReadonlyArray<ActionKind.Any>,
+  kindContext: Context.Context<never>,
+  options: Options<ReadonlyArray<ActionKind.Any>> = {}
+): Effect.Effect<Inbox.Service, never, Scope.Scope> =>
+  Effect.gen(function*() {
+    const registered = new Map(kinds.map((kind) => [kind.name, kind] as const))
+    const clock = yield* Effect.clock
+    const now = () => clock.unsafeCurrentTimeMillis()
+    const scope = yield* Effect.scope
+    const instance = `inbox:${randomBytes(6).toString("base64url")}`
+    const storeLayer = Layer.succeed(PendingStore, store)
+
+    // The sessions the inbox opened to run decisions: opened on first use, closed once idle.
+    const runtimes = yield* RcMap.make({
+      lookup: (session: string) =>
+        Layer.build(
+          ResolveRuntime.layerDurable({
+            session,
+            kinds,
+            retention: "keep-all",
+            ...(options.lease === undefined ? {} : { lease: options.lease })
+          }).pipe(Layer.provideMerge(storeLayer))
+        ).pipe(Effect.provide(kindContext)),
+      idleTimeToLive: options.idleSessionTimeout ?? Duration.seconds(30)
+    })
+
+    const feed = yield* Feed.make(store, {
+      interval: Duration.toMillis(options.pollInterval ?? Duration.millis(250)),
+      gapTimeout: 10_000,
+      batch: 500
+    })
+
+    // ---- reading ---------------------------------------------------------------------------------------------
+
+    /** The sessions a reviewer reads, of `wanted` when given: `none` for every session, `[]` for nothing. */
+    const scopeOf = (
+      reviewer: ReviewerInfo,
+      wanted: ReadonlyArray<string> | undefined
+    ): Option.Option<ReadonlyArray<string>> =>
+      Option.match(reviewer.sessions, {
+        onNone: () => wanted === undefined || wanted.length === 0 ? Option.none() : Option.some(wanted),
+        onSome: (allowed) =>
+          Option.some(wanted === undefined || wanted.length === 0 ? allowed : wanted.filter((s) => allowed.includes(s)))
+      })
+
+    const sees = (reviewer: ReviewerInfo, session: string) =>
+      Option.match(reviewer.sessions, { onNone: () => true, onSome: (allowed) => allowed.includes(session) })
+
+    const summaryOf = (listed: PendingStore.ListedAction, at: number): ActionSummary => {
+      const { record } = listed
+      const kind = registered.get(record.kind)
+      return {
+        id: record.id,
+        session: record.session,
+        kind: record.kind,
+        label: record.label,
+        sourceToolName: record.sourceToolName,
+        status: record.status,
+        attempts: record.attempts,
+        createdAt: record.createdAt,
+        updatedAt: record.updatedAt,
+        expiresAt: millisOption(record.expiresAt),
+        snoozedUntil: Option.filter(listed.snoozedUntil, (until) => until > at),
+        outcome: Option.fromNullable(record.outcome),
+        requested: Option.map(listed.requested, viewOf),
+        runsHere: kind !== undefined,
+        amendable: kind?.amendment !== undefined,
+        previewLength: record.preview.length
+      }
+    }
+
+    const emptyCounts: Counts = { pending: 0, requested: 0, snoozed: 0, resolving: 0, orphaned: 0, conflict: 0 }
+
+    const countsOf = (sessions: Option.Option<ReadonlyArray<string>>, at: number) =>
+      Option.match(sessions, {
+        onNone: () => store.countActions({ now: at }),
+        onSome: (list) =>
+          list.length === 0 ? Effect.succeed(emptyCounts) : store.countActions({ now: at, sessions: list })
+      })
+
+    const list = (reviewer: ReviewerInfo, params: ListParams) =>
+      Effect.suspend(() => {
+        const at = now()
+        const sessions = scopeOf(reviewer, params.session)
+        const counts = Effect.mapError(countsOf(sessions, at), storeFailed)
+        if (Option.isSome(sessions) && sessions.value.length === 0) {
+          return Effect.map(counts, (c): ActionList => ({ items: [], next: Option.none(), counts: c }))
+        }
+        const page = Effect.mapError(
+          store.listActions({
+            now: at,
+            limit: params.limit ?? 50,
+            cursor: params.cursor,
+            sessions: Option.getOrUndefined(sessions),
+            statuses: params.status,
+            kinds: params.kind,
+            snoozed: params.snoozed
+          }),
+          queryOrStore
+        )
+        return Effect.map(
+          Effect.all([page, counts], { concurrency: 2 }),
+          ([p, c]): ActionList => ({ items: p.items.map((item) => summaryOf(item, at)), next: p.next, counts: c })
+        )
+      }).pipe(Effect.withSpan("Inbox.list"))
+
+    const notFound = (id: string) =>
+      new ActionNotFound({
+        id,
+        message: `No action has the id ${JSON.stringify(capText(id, 200))} in the sessions this token sees. ` +
+          "List the actions (GET /api/actions) for their ids."
+      })
+
+    const listedOne = (reviewer: ReviewerInfo, id: string) =>
+      Effect.flatMap(
+        Effect.mapError(store.getActions([id]), storeFailed),
+        ([found]) =>
+          found === undefined || !sees(reviewer, found.record.session) ?
+            Effect.fail(notFound(id)) :
+            Effect.succeed(found)
+      )
+
+    const amendmentSchemaOf = (kind: ActionKind.Any | undefined): Option.Option<unknown> => {
+      if (kind?.amendment === undefined) return Option.none()
+      try {
+        return Option.some(JSONSchema.make(kind.amendment))
+      } catch {
+        return Option.none()
+      }
+    }
+
+    const get = (reviewer: ReviewerInfo, id: string) =>
+      Effect.gen(function*() {
+        const listed = yield* listedOne(reviewer, id)
+        const [history, decisions] = yield* Effect.mapError(
+          Effect.all([store.historyPage(id, { limit: 200 }), store.decisions(id)], { concurrency: 2 }),
+          storeFailed
+        )
+        const parsed = DiffParser.parse(listed.record.preview)
+        const detail: ActionDetail = {
+          ...summaryOf(listed, now()),
+          preview: listed.record.preview,
+          diff: Option.fromNullable(parsed as Diff | undefined),
+          history: history.items.map((event) => ({
+            at: event.at,
+            from: Option.fromNullable(event.from),
+            to: event.to,
+            attempt: event.attempt
+          })),
+          decisions: decisions.map(viewOf),
+          amendmentSchema: amendmentSchemaOf(registered.get(listed.record.kind))
+        }
+        return detail
+      }).pipe(Effect.withSpan("Inbox.get"))
+
+    // ---- running decisions -----------------------------------------------------------------------------------
+
+    const complete = (decision: DecisionModel.Decision, state: "done" | "failed", message: string) =>
+      Effect.as(
+        Effect.retry(
+          store.completeDecision({
+            id: decision.id,
+            state,
+            outcome: capText(message, outcomeMax),
+            by: instance,
+            now: now()
+          }),
+          Schedule.intersect(Schedule.exponential("20 millis"), Schedule.recurs(4))
+        ),
+        undefined
+      )
+
+    /**
+     * A requested decision whose action is settled: `done` when it settled as decided after the decision was made
+     * (this inbox, or the session, ran it), `failed` otherwise (it was settled some other way first).
+     */
+    const settleAgainst = (
+      decision: DecisionModel.Decision,
+      record: PendingRecord
+    ): Effect.Effect<RunOutcome, PendingStoreError> => {
+      const wanted = decision.action === "apply" ? "applied" : "discarded"
+      const done = record.status === wanted && record.updatedAt >= decision.requestedAt
+      const message = done ?
+        record.outcome ?? `${wanted === "applied" ? "Applied" : "Discarded"}.` :
+        `Not run: the action was already ${record.status} before this decision could run.`
+      return Effect.as(complete(decision, done ? "done" : "failed", message), {
+        outcome: done ? wanted : "failed",
+        message
+      })
+    }
+
+    const leftRequested = (message: string): RunOutcome => ({ outcome: "requested", message })
+
+    // Runs one decision through the action's session, opened here as a second process opens it.
+    const execute = (decision: DecisionModel.Decision): Effect.Effect<RunOutcome, PendingStoreError> =>
+      Effect.gen(function*() {
+        const session = yield* Effect.either(RcMap.get(runtimes, decision.session))
+        if (session._tag === "Left") {
+          return leftRequested(
+            `Recorded; the session could not be opened to run it now (${session.left.detail}). The inbox tries again.`
+          )
+        }
+        const params = { action: decision.action, reason: decision.reason, id: decision.actionId } as const
+        const program = decision.action === "apply" && decision.amendment !== null ?
+          ActionKind.withAmendment(resolve(params), {
+            actionId: decision.actionId,
+            reviewer: decision.reviewer,
+            encoded: decision.amendment
+          }) :
+          resolve(params)
+        const exit = yield* Effect.exit(Effect.provide(program, session.right))
+        if (Exit.isSuccess(exit)) {
+          const message = ToolResult.textOf(exit.value)
+          yield* complete(decision, "done", message)
+          return { outcome: decision.action === "apply" ? "applied" : "discarded", message } as const
+        }
+        const failure = Cause.failureOption(exit.cause)
+        if (Option.isNone(failure)) {
+          yield* Effect.logWarning(`effect-resolve inbox: running decision ${decision.id} died`, exit.cause)
+          return leftRequested("Recorded; running it failed unexpectedly. The inbox tries again.")
+        }
+        const error = failure.value
+        switch (error._tag) {
+          case "PendingActionElsewhere":
+            return leftRequested(
+              "Recorded. Only the process that staged it can run it (it registers a kind this inbox does not); it " +
+                "runs the decision on its next turn or refresh."
+            )
+          case "PendingStoreError":
+            return leftRequested(
+              `Recorded; the store failed while running it (${error.detail}). The inbox tries again.`
+            )
+          case "PendingActionNotPending": {
+            if (error.status === "resolving") {
+              return leftRequested("Recorded; another call is resolving the action right now. The inbox looks again.")
+            }
+            const record = yield* store.get(decision.actionId)
+            if (Option.isSome(record) && isTerminal(record.value.status)) {
+              return yield* settleAgainst(decision, record.value)
+            }
+            const message = messageOf(error)
+            yield* complete(decision, "failed", message)
+            return { outcome: "failed", message } as const
+          }
+          default: {
+            // ApplyFailed, ToolError (the action is pending again), UnknownPendingAction, NoPendingAction.
+            const message = messageOf(error)
+            yield* complete(decision, "failed", message)
+            return { outcome: "failed", message } as const
+          }
+        }
+      }).pipe(Effect.scoped, Effect.withSpan("Inbox.execute", { attributes: { decision: decision.id } }))
+
+    // One run per decision in this process: a request and the sweep never run it twice at once.
+    const running = new Map<string, Deferred.Deferred<RunOutcome, PendingStoreError>>()
+    const run = (decision: DecisionModel.Decision): Effect.Effect<RunOutcome, PendingStoreError> =>
+      Effect.suspend(() => {
+        const known = running.get(decision.id)
+        if (known !== undefined) return Deferred.await(known)
+        const done = Deferred.unsafeMake<RunOutcome, PendingStoreError>(FiberId.none)
+        running.set(decision.id, done)
+        // In the inbox's scope: a client that goes away does not stop an apply that started.
+        return Effect.forkIn(
+          Effect.ensuring(
+            Effect.tap(Effect.exit(execute(decision)), (exit) => Deferred.done(done, exit)),
+            Effect.zipRight(Effect.sync(() => running.delete(decision.id)), feed.poke)
+          ),
+          scope
+        ).pipe(Effect.zipRight(Deferred.await(done)))
+      })
+
+    // ---- deciding ----------------------------------------------------------------------------------------------
+
+    const forbidden = () =>
+      new InboxForbidden({
+        message: "This token may only read. Ask for a token with the \"decide\" permission; nothing was changed."
+      })
+
+    const notDecidable = (record: PendingRecord) =>
+      new ActionNotDecidable({
+        id: record.id,
+        status: record.status,
+        message: `The action ${record.id} ("${capText(record.label, 200)}") ${notDecidableText(record.status)}. ` +
+          "Nothing was recorded."
+      })
+
+    const checkAmendment = (
+      record: PendingRecord,
+      amendment: unknown
+    ): Effect.Effect<unknown, AmendmentRejected> => {
+      const kind = registered.get(record.kind)
+      const rejected = (message: string) => Effect.fail(new AmendmentRejected({ id: record.id, message }))
+      if (kind === undefined) {
+        return rejected(
+          `This inbox does not register the kind "${capText(record.kind, 100)}", so it cannot check an amendment of ` +
+            "it. Apply it as staged, or discard it; nothing was recorded."
+        )
+      }
+      if (kind.amendment === undefined) {
+        return rejected(
+          `Actions of kind "${capText(record.kind, 100)}" take no amendment. Apply it as staged, or discard it; ` +
+            "nothing was recorded."
+        )
+      }
+      const schema = kind.amendment as Schema.Schema<unknown, unknown>
+      return Effect.mapError(
+        Effect.flatMap(Schema.decodeUnknown(schema)(amendment), (decoded) => Schema.encode(schema)(decoded)),
+        (error) =>
+          new AmendmentRejected({
+            id: record.id,
+            message: `The amendment does not match what the kind "${capText(record.kind, 100)}" takes: ${
+              capText(ParseResult.TreeFormatter.formatErrorSync(error), 1_000)
+            }. Nothing was recorded.`
+          })
+      )
+    }
+
+    const refreshed = (reviewer: ReviewerInfo, id: string, fallback: PendingStore.ListedAction) =>
+      Effect.map(
+        Effect.orElseSucceed(listedOne(reviewer, id), () => fallback),
+        (listed) => summaryOf(listed, now())
+      )
+
+    const snooze = (reviewer: ReviewerInfo, listed: PendingStore.ListedAction, until: number | null) =>
+      Effect.gen(function*() {
+        const done = yield* Effect.mapError(
+          store.snooze({ id: listed.record.id, until: Option.fromNullable(until), now: now() }),
+          storeFailed
+        )
+        if (!done) return yield* notDecidable(listed.record)
+        yield* feed.poke
+        const result: DecisionResult = {
+          outcome: until === null ? "unsnoozed" : "snoozed",
+          message: until === null ?
+            "Back in the list." :
+            `Hidden from the list until ${new Date(until).toISOString()}; still pending for the model.`,
+          action: yield* refreshed(reviewer, listed.record.id, listed),
+          decision: Option.none()
+        }
+        return result
+      })
+
+    const decide = (
+      reviewer: ReviewerInfo,
+      id: string,
+      request: DecisionRequest
+    ): Effect.Effect<DecisionResult, DecideError> =>
+      Effect.gen(function*() {
+        if (reviewer.permission !== "decide") return yield* forbidden()
+        const listed = yield* listedOne(reviewer, id)
+        const record = listed.record
+        if (request.action === "snooze") return yield* snooze(reviewer, listed, request.until)
+        if (request.action === "apply" && record.status === "orphaned" && !registered.has(record.kind)) {
+          return yield* notDecidable(record)
+        }
+        const amendment = request.action === "apply" && request.amendment !== undefined ?
+          yield* checkAmendment(record, request.amendment) :
+          null
+        const recorded = yield* Effect.mapError(
+          Effect.flatMap(DecisionModel.makeId, (decisionId) =>
+            store.recordDecision({
+              id: decisionId,
+              actionId: record.id,
+              reviewer: reviewer.name,
+              action: request.action,
+              reason: request.reason,
+              amendment,
+              now: now()
+            })),
+          storeFailed
+        )
+        switch (recorded._tag) {
+          case "UnknownAction":
+            return yield* notFound(id)
+          case "NotDecidable":
+            return yield* notDecidable(recorded.record)
+          case "AlreadyRequested":
+            return yield* new DecisionAlreadyRequested({
+              id: record.id,
+              decision: recorded.decision.id,
+              reviewer: recorded.decision.reviewer,
+              message: `${capText(recorded.decision.reviewer, 200)} already decided to ${recorded.decision.action} ` +
+                `this action (${recorded.decision.id}); it has not run yet. Nothing was recorded.`
+            })
+        }
+        yield* feed.poke
+        const ran = yield* Effect.catchAll(
+          run(recorded.decision),
+          (error) =>
+            Effect.succeed(
+              leftRequested(`Recorded; the store failed while running it (${error.detail}). The inbox tries again.`)
+            )
+        )
+        const decision = yield* Effect.orElseSucceed(
+          store.getDecision(recorded.decision.id),
+          () => Option.some(recorded.decision)
+        )
+        const result: DecisionResult = {
+          outcome: ran.outcome,
+          message: ran.message,
+          action: yield* refreshed(reviewer, record.id, listed),
+          decision: Option.map(decision, viewOf)
+        }
+        return result
+      }).pipe(Effect.withSpan("Inbox.decide", { attributes: { id } }))
+
+    const errorOf = (error: DecideError) => ({ _tag: error._tag, message: error.message })
+
+    const decideBatch = (reviewer: ReviewerInfo, request: BatchRequest) =>
+      Effect.gen(function*() {
+        if (reviewer.permission !== "decide") return yield* forbidden()
+        const results = yield* Effect.forEach(request.decisions, (item) => {
+          const { id, ...single } = item
+          return Effect.match(decide(reviewer, id, single as DecisionRequest), {
+            onSuccess: (result) => ({ id, result: Option.some(result), error: Option.none() }),
+            onFailure: (error) => ({ id, result: Option.none(), error: Option.some(errorOf(error)) })
+          })
+        })
+        const batch: BatchResult = { results }
+        return batch
+      }).pipe(Effect.withSpan("Inbox.decideBatch"))
+
+    // ---- the sweep ---------------------------------------------------------------------------------------------
+
+    const sweep = Effect.gen(function*() {
+      const waiting = yield* store.requestedDecisions({ limit: 100 })
+      let ran = 0
+      for (const { decision, record } of waiting) {
+        if (isTerminal(record.status)) {
+          yield* settleAgainst(decision, record)
+          ran++
+        } else if (
+          record.status !== "resolving" &&
+          (registered.has(record.kind) || record.status === "orphaned" || record.status === "unreadable")
+        ) {
+          const outcome = yield* run(decision)
+          if (outcome.outcome !== "requested") ran++
+        }
+      }
+      return ran
+    }).pipe(Effect.mapError(storeFailed), Effect.withSpan("Inbox.sweep"))
+
+    yield* Effect.forkScoped(
+      Effect.repeat(
+        Effect.catchAllCause(
+          sweep,
+          (cause) => Effect.logWarning("effect-resolve inbox: could not run the requested decisions", cause)
+        ),
+        Schedule.spaced(options.sweepInterval ?? Duration.seconds(5))
+      )
+    )
+    // The inbox's notes are only read by its feed: keep the last 100 000.
+    yield* Effect.forkScoped(
+      Effect.repeat(Effect.ignore(store.pruneNotes(100_000)), Schedule.spaced(Duration.minutes(1)))
+    )
+
+    // ---- subscriptions -----------------------------------------------------------------------------------------
+
+    // The counts of a batch, once per scope however many subscribers share it (100 pages open: one query).
+    const countsMemo = new WeakMap<Feed.Batch, Map<string, Effect.Effect<Counts, PendingStoreError>>>()
+    const countsFor = (batch: Feed.Batch, scoped: Option.Option<ReadonlyArray<string>>, at: number) =>
+      Effect.suspend(() => {
+        let byScope = countsMemo.get(batch)
+        if (byScope === undefined) countsMemo.set(batch, byScope = new Map())
+        const key = Option.match(scoped, { onNone: () => "*", onSome: (list) => JSON.stringify([...list].sort()) })
+        let counts = byScope.get(key)
+        if (counts === undefined) byScope.set(key, counts = once(countsOf(scoped, at)))
+        return counts
+      })
+
+    const subscribe = (reviewer: ReviewerInfo, sessions?: ReadonlyArray<string> | undefined) =>
+      Effect.map(feed.subscribe, (batches) => {
+        const scoped = scopeOf(reviewer, sessions)
+        const wanted = (session: string) =>
+          Option.match(scoped, { onNone: () => true, onSome: (list) => list.includes(session) })
+        return Stream.fromQueue(batches).pipe(
+          Stream.mapEffect((batch) => {
+            const at = now()
+            const actions = batch.listed.filter((item) => wanted(item.record.session))
+            // A removed id's session is unknown: only a reviewer who sees every session is told.
+            const removed = Option.isNone(scoped) ? batch.removed : []
+            if (actions.length === 0 && removed.length === 0) return Effect.succeed(Option.none<ChangedEvent>())
+            return Effect.map(
+              Effect.mapError(countsFor(batch, scoped, at), storeFailed),
+              (counts) =>
+                Option.some<ChangedEvent>({ actions: actions.map((item) => summaryOf(item, at)), removed, counts })
+            )
+          }),
+          Stream.filterMap((event) => event)
+        )
+      })
+
+    return Inbox.of({
+      kinds: [...registered.keys()],
+      list,
+      get,
+      counts: (reviewer) => Effect.mapError(countsOf(scopeOf(reviewer, undefined), now()), storeFailed),
+      decide,
+      decideBatch,
+      subscribe,
+      sweep
+    })
+  })

@@ -1,0 +1,90 @@
+/**
+ * Reads the unified diffs in a preview (what the edit producer shows the model) as structured data for the page:
+ * per file, its hunks and their lines. Linear in the preview's size, bounded by `maxLines`; text outside a diff
+ * (the producer's prose) is skipped. A model wrote the preview: nothing here interprets it beyond the diff markers.
+ */
+
+/** One line of a hunk. */
+export interface Line {
+  readonly op: "context" | "add" | "remove" | "note"
+  readonly text: string
+}
+
+/** A parsed diff. */
+export interface Parsed {
+  readonly files: ReadonlyArray<{
+    readonly oldPath: string
+    readonly newPath: string
+    readonly hunks: ReadonlyArray<{ readonly header: string; readonly lines: ReadonlyArray<Line> }>
+  }>
+  readonly truncated: boolean
+}
+
+/** The most diff lines parsed (the preview itself is shown whole). */
+export const maxLines = 20_000
+
+const hunkHeader = /^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@/
+
+const pathOf = (line: string, prefix: string): string => {
+  const rest = line.slice(4).split("\t")[0]!
+  return rest.startsWith(prefix) ? rest.slice(2) : rest
+}
+
+/** The diffs of a preview, or `undefined` when it holds none. */
+export const parse = (preview: string): Parsed | undefined => {
+  const lines = preview.split("\n")
+  type File = { oldPath: string; newPath: string; hunks: Array<{ header: string; lines: Array<Line> }> }
+  const files: Array<File> = []
+  let file: File | undefined
+  let hunk: { header: string; lines: Array<Line> } | undefined
+  let oldLeft = 0
+  let newLeft = 0
+  let count = 0
+  let truncated = false
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i]!
+    if (hunk !== undefined && (oldLeft > 0 || newLeft > 0)) {
+      const mark = line[0]
+      if (mark === "\\") {
+        hunk.lines.push({ op: "note", text: line })
+        continue
+      }
+      if (mark === " " || mark === "-" || mark === "+" || (line === "" && i < lines.length - 1)) {
+        if (++count > maxLines) {
+          truncated = true
+          break
+        }
+        const op = mark === "-" ? "remove" : mark === "+" ? "add" : "context"
+        if (op !== "add") oldLeft--
+        if (op !== "remove") newLeft--
+        hunk.lines.push({ op, text: line.slice(1) })
+        continue
+      }
+      // A hunk shorter than its header said: what follows is read afresh.
+      hunk = undefined
+    }
+    if (line.startsWith("\\") && hunk !== undefined) {
+      hunk.lines.push({ op: "note", text: line })
+      continue
+    }
+    if (line.startsWith("--- ") && lines[i + 1]?.startsWith("+++ ")) {
+      file = { oldPath: pathOf(line, "a/"), newPath: pathOf(lines[i + 1]!, "b/"), hunks: [] }
+      files.push(file)
+      hunk = undefined
+      i++
+      continue
+    }
+    const header = file === undefined ? null : hunkHeader.exec(line)
+    if (header !== null && file !== undefined) {
+      hunk = { header: line, lines: [] }
+      file.hunks.push(hunk)
+      oldLeft = header[1] === undefined ? 1 : Number(header[1])
+      newLeft = header[2] === undefined ? 1 : Number(header[2])
+      continue
+    }
+    // After a hunk ends, a "\ No newline" note may still follow; anything else is prose.
+    if (hunk !== undefined && !line.startsWith("\\")) hunk = undefined
+  }
+  const withHunks = files.filter((f) => f.hunks.length > 0)
+  return withHunks.length === 0 ? undefined : { files: withHunks, truncated }
+}

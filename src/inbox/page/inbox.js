@@ -1,0 +1,421 @@
+// The approval inbox's page: plain ES2022, no library, no build step. Everything a model wrote (labels, previews,
+// diffs, file names, reasons, outcomes) is untrusted: it reaches the page only through textContent and attributes
+// set with setAttribute on elements made here, never as markup. The server's Content-Security-Policy allows this
+// file and no inline script.
+
+const $ = (id) => document.getElementById(id)
+
+/** An element with text and children; `text` is set with textContent. */
+const el = (tag, options = {}, ...children) => {
+  const node = document.createElement(tag)
+  if (options.className !== undefined) node.className = options.className
+  if (options.text !== undefined) node.textContent = options.text
+  for (const [name, value] of Object.entries(options.attrs ?? {})) node.setAttribute(name, value)
+  for (const child of children) if (child !== undefined && child !== null) node.append(child)
+  return node
+}
+
+const state = {
+  me: null,
+  filter: "waiting",
+  items: [],
+  next: null,
+  selected: null,
+  detail: null,
+  editing: false,
+  busy: false
+}
+
+class HttpError extends Error {
+  constructor(status, body) {
+    super(body?.message ?? `The inbox answered ${status}.`)
+    this.status = status
+    this.tag = body?._tag
+  }
+}
+
+const api = async (path, init = {}) => {
+  const headers = { accept: "application/json" }
+  if (init.body !== undefined) headers["content-type"] = "application/json"
+  const response = await fetch(path, { credentials: "same-origin", ...init, headers })
+  if (response.status === 204) return null
+  const body = await response.json().catch(() => null)
+  if (!response.ok) throw new HttpError(response.status, body)
+  return body
+}
+
+// ---- formatting ---------------------------------------------------------------------------------------------------
+
+const ago = (millis) => {
+  const seconds = Math.round((Date.now() - millis) / 1000)
+  if (seconds < 60) return "just now"
+  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ago`
+  if (seconds < 86400) return `${Math.floor(seconds / 3600)} h ago`
+  return new Date(millis).toLocaleDateString()
+}
+
+const when = (millis) => new Date(millis).toLocaleString()
+
+// Characters that make text display in another order than it is stored (Trojan Source), and terminal escapes.
+const bidi = /[\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/
+const escapes = /[\u0000-\u0008\u000B-\u001F\u007F\u0080-\u009F]/
+
+const filters = {
+  waiting: "",
+  snoozed: "?snoozed=only",
+  settled: "?status=applied&status=discarded&status=cleared&status=expired&snoozed=include",
+  all:
+    "?status=pending&status=resolving&status=orphaned&status=conflict&status=applied&status=discarded&status=cleared&status=expired&snoozed=include"
+}
+
+// ---- the list -----------------------------------------------------------------------------------------------------
+
+const renderCounts = (counts) => {
+  $("badge").textContent = String(counts.pending)
+  document.title = counts.pending > 0 ? `(${counts.pending}) Approval inbox` : "Approval inbox"
+  const parts = [`${counts.pending} waiting`]
+  if (counts.requested > 0) parts.push(`${counts.requested} decided, not yet run`)
+  if (counts.snoozed > 0) parts.push(`${counts.snoozed} not now`)
+  if (counts.conflict > 0) parts.push(`${counts.conflict} in conflict`)
+  $("counts").textContent = parts.join(" · ")
+}
+
+const itemNode = (item) => {
+  const button = el(
+    "button",
+    {
+      className: "item",
+      attrs: { type: "button", role: "option", "data-id": item.id, "aria-selected": String(item.id === state.selected) }
+    },
+    el("span", { className: "label", text: item.label }),
+    el(
+      "span",
+      { className: "sub" },
+      el("span", { className: `status ${item.status}`, text: item.requested !== null ? "decided" : item.status }),
+      `${item.session} · ${item.kind} · ${ago(item.createdAt)}`
+    )
+  )
+  button.addEventListener("click", () => select(item.id, true))
+  return el("li", {}, button)
+}
+
+const renderList = () => {
+  const list = $("list")
+  list.replaceChildren(...state.items.map(itemNode))
+  $("list-empty").hidden = state.items.length > 0
+  $("more").hidden = state.next === null
+}
+
+const loadList = async () => {
+  const page = await api(`/api/actions${filters[state.filter]}`)
+  state.items = page.items
+  state.next = page.next
+  renderCounts(page.counts)
+  renderList()
+}
+
+const loadMore = async () => {
+  if (state.next === null) return
+  const query = filters[state.filter]
+  const page = await api(`/api/actions${query === "" ? "?" : `${query}&`}cursor=${encodeURIComponent(state.next)}`)
+  state.items = state.items.concat(page.items)
+  state.next = page.next
+  renderCounts(page.counts)
+  renderList()
+}
+
+// ---- the detail -----------------------------------------------------------------------------------------------------
+
+const maxDiffLines = 3000
+
+const renderDiff = (diff) => {
+  const container = $("d-diff")
+  if (diff === null) {
+    container.replaceChildren()
+    $("d-raw").open = true
+    return
+  }
+  $("d-raw").open = false
+  let shown = 0
+  const files = diff.files.map((file) => {
+    const path = file.oldPath === file.newPath ? file.newPath : `${file.oldPath} → ${file.newPath}`
+    const node = el("div", { className: "file" }, el("div", { className: "path", text: path }))
+    for (const hunk of file.hunks) {
+      if (shown >= maxDiffLines) break
+      node.append(el("div", { className: "hunk", text: hunk.header }))
+      for (const line of hunk.lines) {
+        if (shown++ >= maxDiffLines) break
+        const sign = line.op === "add" ? "+" : line.op === "remove" ? "-" : line.op === "note" ? "" : " "
+        node.append(
+          el(
+            "div",
+            { className: `line ${line.op}` },
+            el("span", { className: "sign", text: sign }),
+            el("span", { className: "text", text: line.text })
+          )
+        )
+      }
+    }
+    return node
+  })
+  if (shown >= maxDiffLines || diff.truncated) {
+    files.push(el("p", { className: "cut", text: "The diff is longer than shown here; the whole preview is below." }))
+  }
+  container.replaceChildren(...files)
+}
+
+const renderDetail = () => {
+  const detail = state.detail
+  $("detail").hidden = detail === null
+  $("detail-empty").hidden = detail !== null
+  if (detail === null) return
+  $("d-label").textContent = detail.label
+  const meta = [
+    ["Status", detail.status],
+    ["Session", detail.session],
+    ["Kind", detail.kind],
+    ["Tool", detail.sourceToolName],
+    ["Staged", when(detail.createdAt)],
+    ["Expires", detail.expiresAt === null ? "never" : when(detail.expiresAt)],
+    ["Attempts", String(detail.attempts)]
+  ]
+  if (detail.snoozedUntil !== null) meta.push(["Not now until", when(detail.snoozedUntil)])
+  if (detail.outcome !== null) meta.push(["Outcome", detail.outcome])
+  if (detail.requested !== null) {
+    meta.push([
+      "Decided",
+      `${detail.requested.reviewer}: ${detail.requested.action} — ${detail.requested.reason} (not yet run)`
+    ])
+  }
+  $("d-meta").replaceChildren(...meta.flatMap(([term, value]) => [el("dt", { text: term }), el("dd", { text: value })]))
+  const warnings = []
+  if (bidi.test(detail.preview) || bidi.test(detail.label)) {
+    warnings.push(
+      "This preview contains bidirectional control characters: the text may display in a different order than it is written."
+    )
+  }
+  if (escapes.test(detail.preview) || escapes.test(detail.label)) {
+    warnings.push("This preview contains control characters (such as terminal escape sequences); they are not shown.")
+  }
+  $("d-warnings").replaceChildren(...warnings.map((text) => el("p", { text })))
+  renderDiff(detail.diff)
+  $("d-preview").textContent = detail.preview
+  $("d-history").replaceChildren(
+    ...detail.history.map((event) =>
+      el("li", { text: `${when(event.at)}: ${event.from === null ? "staged" : event.from} → ${event.to}` })
+    )
+  )
+  $("d-decisions").replaceChildren(
+    ...(detail.decisions.length === 0 ?
+      [el("li", { text: "none" })] :
+      detail.decisions.map((d) =>
+        el("li", {
+          text: `${when(d.requestedAt)}: ${d.reviewer} — ${d.action}: ${d.reason} (${d.state}${
+            d.outcome === null ? "" : `: ${d.outcome}`
+          })`
+        })
+      ))
+  )
+  const decidable = state.me?.permission === "decide" &&
+    (detail.status === "pending" || detail.status === "orphaned") &&
+    detail.requested === null
+  for (const id of ["apply", "discard", "snooze"]) $(id).disabled = !decidable || state.busy
+  $("snooze-for").disabled = !decidable || state.busy
+  $("edit").disabled = !decidable || !detail.amendable || state.busy
+  $("edit").title = detail.amendable ? "Edit before applying" : "This kind takes no amendment"
+  $("d-amend").hidden = !state.editing
+}
+
+const showResult = (text, error = false) => {
+  const node = $("d-result")
+  node.textContent = text
+  node.classList.toggle("error", error)
+}
+
+const loadDetail = async (id) => {
+  try {
+    state.detail = await api(`/api/actions/${encodeURIComponent(id)}`)
+  } catch (error) {
+    if (error instanceof HttpError && error.status === 404) state.detail = null
+    else throw error
+  }
+  renderDetail()
+}
+
+const select = async (id, open) => {
+  if (state.selected !== id) {
+    state.editing = false
+    showResult("")
+    $("reason").value = ""
+  }
+  state.selected = id
+  for (const node of document.querySelectorAll(".item")) {
+    const selected = node.getAttribute("data-id") === id
+    node.setAttribute("aria-selected", String(selected))
+    if (selected && open) node.scrollIntoView({ block: "nearest" })
+  }
+  $("app").classList.add("showing-detail")
+  await loadDetail(id)
+}
+
+const move = (delta) => {
+  if (state.items.length === 0) return
+  const at = state.items.findIndex((item) => item.id === state.selected)
+  const next = Math.min(state.items.length - 1, Math.max(0, at === -1 ? 0 : at + delta))
+  select(state.items[next].id, true)
+  document.querySelector(`.item[data-id="${CSS.escape(state.items[next].id)}"]`)?.focus()
+}
+
+// ---- deciding -------------------------------------------------------------------------------------------------------
+
+const decide = async (body) => {
+  const detail = state.detail
+  if (detail === null || state.busy) return
+  state.busy = true
+  renderDetail()
+  showResult("Working…")
+  try {
+    const result = await api(`/api/actions/${encodeURIComponent(detail.id)}/decision`, {
+      method: "POST",
+      body: JSON.stringify(body)
+    })
+    showResult(result.message, result.outcome === "failed")
+    state.editing = false
+    $("reason").value = ""
+  } catch (error) {
+    showResult(error.message, true)
+  } finally {
+    state.busy = false
+  }
+  await Promise.all([loadList(), loadDetail(detail.id)])
+}
+
+const reasonFor = (fallback) => $("reason").value.trim() || fallback
+
+const apply = () => {
+  if (state.editing) {
+    let amendment
+    try {
+      amendment = JSON.parse($("amendment").value)
+    } catch {
+      showResult("The amendment is not valid JSON.", true)
+      return
+    }
+    return decide({ action: "apply", reason: reasonFor("Applied with changes from the inbox."), amendment })
+  }
+  return decide({ action: "apply", reason: reasonFor("Approved in the inbox.") })
+}
+
+const discard = () => decide({ action: "discard", reason: reasonFor("Rejected in the inbox.") })
+
+const snooze = () => decide({ action: "snooze", until: Date.now() + Number($("snooze-for").value) })
+
+const edit = () => {
+  if ($("edit").disabled) return
+  state.editing = !state.editing
+  if (state.editing && $("amendment").value === "") $("amendment").value = "{}"
+  renderDetail()
+  if (state.editing) $("amendment").focus()
+}
+
+// ---- live updates ---------------------------------------------------------------------------------------------------
+
+let refreshTimer
+const refreshSoon = () => {
+  clearTimeout(refreshTimer)
+  refreshTimer = setTimeout(() => {
+    loadList().catch(() => {})
+    if (state.selected !== null) loadDetail(state.selected).catch(() => {})
+  }, 150)
+}
+
+const listen = () => {
+  const live = $("live")
+  const events = new EventSource("/api/events")
+  events.addEventListener("ready", (event) => {
+    live.textContent = "live"
+    live.className = "live on"
+    renderCounts(JSON.parse(event.data).counts)
+    refreshSoon()
+  })
+  events.addEventListener("changed", (event) => {
+    const data = JSON.parse(event.data)
+    renderCounts(data.counts)
+    refreshSoon()
+  })
+  events.addEventListener("error", () => {
+    live.textContent = "reconnecting"
+    live.className = "live off"
+  })
+}
+
+// ---- keyboard -------------------------------------------------------------------------------------------------------
+
+const typing = (target) => target instanceof HTMLInputElement || target instanceof HTMLTextAreaElement
+
+document.addEventListener("keydown", (event) => {
+  if (event.ctrlKey || event.metaKey || event.altKey) return
+  if (event.key === "Escape") {
+    if (typing(event.target)) event.target.blur()
+    else if (!$("help").hidden) $("help").hidden = true
+    else $("app").classList.remove("showing-detail")
+    return
+  }
+  if (typing(event.target) || state.me === null) return
+  const actions = {
+    j: () => move(1),
+    ArrowDown: () => move(1),
+    k: () => move(-1),
+    ArrowUp: () => move(-1),
+    a: () => !$("apply").disabled && apply(),
+    d: () => !$("discard").disabled && discard(),
+    n: () => !$("snooze").disabled && snooze(),
+    e: edit,
+    r: () => $("reason").focus(),
+    "?": () => ($("help").hidden = !$("help").hidden)
+  }
+  const action = actions[event.key]
+  if (action !== undefined) {
+    event.preventDefault()
+    action()
+  }
+})
+
+// ---- start ----------------------------------------------------------------------------------------------------------
+
+const start = async () => {
+  $("apply").addEventListener("click", apply)
+  $("discard").addEventListener("click", discard)
+  $("snooze").addEventListener("click", snooze)
+  $("edit").addEventListener("click", edit)
+  $("more").addEventListener("click", () => loadMore())
+  $("back").addEventListener("click", () => $("app").classList.remove("showing-detail"))
+  $("help-open").addEventListener("click", () => ($("help").hidden = false))
+  $("help-close").addEventListener("click", () => ($("help").hidden = true))
+  $("filter").addEventListener("change", () => {
+    state.filter = $("filter").value
+    loadList()
+  })
+  $("logout").addEventListener("click", async () => {
+    await api("/api/logout", { method: "POST" }).catch(() => {})
+    location.reload()
+  })
+  try {
+    state.me = await api("/api/me")
+  } catch (error) {
+    if (error instanceof HttpError && error.status === 401) {
+      $("login").hidden = false
+      $("live").hidden = true
+      return
+    }
+    throw error
+  }
+  $("who").textContent = `${state.me.name} (${state.me.permission === "decide" ? "may decide" : "read only"})`
+  $("logout").hidden = false
+  $("app").hidden = false
+  listen()
+  await loadList()
+  renderDetail()
+}
+
+start()

@@ -1,0 +1,440 @@
+/**
+ * The approval inbox's page in a real browser (Debian's chromium through playwright-core), against a real inbox
+ * server on a SQLite file, with an agent session in another process (test/support/inboxWorker.ts) staging previews:
+ * an edit appears on the open page without a reload, a click applies it and the file changes on disk; an edit
+ * before apply writes the amended text; hostile previews render inert (no dialog, no script, the page's text equals
+ * the preview); 10 000 pending actions; a phone's screen; the keyboard. Screenshots go to test-artifacts/.
+ */
+import * as Reactivity from "@effect/experimental/Reactivity"
+import * as NodeContext from "@effect/platform-node/NodeContext"
+import * as LibsqlClient from "@effect/sql-libsql/LibsqlClient"
+import { afterAll, afterEach, assert, beforeAll, describe, it } from "@effect/vitest"
+import { Effect, Layer, Option } from "effect"
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as readline from "node:readline"
+import type { Browser, BrowserContext, Page } from "playwright-core"
+import { FileEditPreview } from "../../src/edit.js"
+import * as SqliteStore from "../../src/stores/SqliteStore.js"
+import { browserSkipReason, launch, screenshotPath } from "../support/browser.js"
+import { noteKind, type Running, startInbox } from "../support/inbox.js"
+
+const skip = browserSkipReason()
+const root = path.resolve(import.meta.dirname, "../..")
+
+interface Worker {
+  readonly ask: (command: Record<string, unknown>) => Promise<any>
+  readonly stop: () => Promise<void>
+}
+
+let tags = 0
+
+/** Agent sessions in another process, on the same SQLite file. */
+const startWorker = async (file: string, workspace: string, log: string): Promise<Worker> => {
+  const child: ChildProcessWithoutNullStreams = spawn(
+    process.execPath,
+    ["--import", "tsx", "test/support/inboxWorker.ts", file, workspace, log],
+    { cwd: root }
+  )
+  let stderr = ""
+  child.stderr.on("data", (chunk) => (stderr += String(chunk)))
+  const waiting = new Map<number | undefined, (message: any) => void>()
+  const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()))
+  const failed = exited.then(() => {
+    throw new Error(`the worker exited: ${stderr}`)
+  })
+  failed.catch(() => {})
+  readline.createInterface({ input: child.stdout }).on("line", (line) => {
+    const message = JSON.parse(line)
+    const resolve = waiting.get(message.tag)
+    waiting.delete(message.tag)
+    resolve?.(message)
+  })
+  await Promise.race([new Promise((resolve) => waiting.set(undefined, resolve)), failed])
+  return {
+    ask: (command) => {
+      const tag = ++tags
+      const answer = new Promise<any>((resolve) => waiting.set(tag, resolve))
+      child.stdin.write(JSON.stringify({ ...command, tag }) + "\n")
+      return Promise.race([answer, failed])
+    },
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) {
+        child.kill("SIGKILL")
+        await exited
+      }
+    }
+  }
+}
+
+interface Setup {
+  readonly dir: string
+  readonly file: string
+  readonly workspace: string
+  readonly log: string
+  readonly inbox: Running
+}
+
+/** An inbox on a fresh SQLite file, registering the edit and note kinds. */
+const setUp = async (): Promise<Setup> => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-resolve-inbox-browser-"))
+  const workspace = path.join(dir, "workspace")
+  fs.mkdirSync(workspace)
+  const file = path.join(dir, "pending.db")
+  const log = path.join(dir, "notes.log")
+  fs.writeFileSync(log, "")
+  const inbox = await startInbox({
+    store: SqliteStore.layer({ filename: file }),
+    kinds: [FileEditPreview.kind, noteKind(log)],
+    requirements: Layer.mergeAll(FileEditPreview.layer({ root: workspace }), NodeContext.layer)
+  })
+  return { dir, file, workspace, log, inbox }
+}
+
+const tearDown = async (setup: Setup) => {
+  await setup.inbox.close()
+  fs.rmSync(setup.dir, { recursive: true, force: true })
+}
+
+/** The browser contexts a test opened: closed after it, whatever happened. */
+const opened: Array<BrowserContext> = []
+
+/** A page logged in with a one-time link, recording dialogs, page errors and console errors. */
+const openPage = async (
+  browser: Browser,
+  setup: Setup,
+  options: Parameters<Browser["newContext"]>[0] = { viewport: { width: 1280, height: 800 } },
+  reviewer = "ann"
+) => {
+  const context: BrowserContext = await browser.newContext(options)
+  opened.push(context)
+  // Every wait fails within 30 s instead of running into the test's timeout.
+  context.setDefaultTimeout(30_000)
+  const page: Page = await context.newPage()
+  const dialogs: Array<string> = []
+  const errors: Array<string> = []
+  page.on("dialog", (dialog) => {
+    dialogs.push(dialog.message())
+    void dialog.dismiss()
+  })
+  page.on("pageerror", (error) => errors.push(error.message))
+  page.on("console", (message) => {
+    if (message.type() === "error") errors.push(message.text())
+  })
+  const link = await Effect.runPromise(setup.inbox.server.loginLink(reviewer))
+  await page.goto(link)
+  assert.strictEqual(new URL(page.url()).pathname, "/")
+  await page.locator("#live.on").waitFor({ timeout: 30_000 })
+  return { context, page, dialogs, errors }
+}
+
+const item = (page: Page, id: string) => page.locator(`.item[data-id="${id}"]`)
+
+describe.skipIf(skip !== undefined)(
+  `the inbox's page in chromium${skip === undefined ? "" : ` (SKIPPED: ${skip})`}`,
+  () => {
+    // One browser, one inbox and one agent process for the file (starting a process takes seconds on a busy
+    // machine); each test stages into its own session and finds its actions by id.
+    let browser: Browser
+    let setup: Setup
+    let worker: Worker
+    beforeAll(async () => {
+      browser = await launch()
+      setup = await setUp()
+      worker = await startWorker(setup.file, setup.workspace, setup.log)
+    }, 180_000)
+    afterEach(async () => {
+      for (const context of opened.splice(0)) await context.close().catch(() => {})
+    })
+    afterAll(async () => {
+      await worker?.stop()
+      if (setup !== undefined) await tearDown(setup)
+      await browser?.close()
+    })
+
+    it("another process's edit appears without a reload; a click applies it; the file changes on disk", async () => {
+      {
+        fs.writeFileSync(path.join(setup.workspace, "greeting.txt"), "hello\n")
+        const { context, dialogs, errors, page } = await openPage(browser, setup)
+        await page.evaluate(() => ((window as any).__sameDocument = true))
+        const before = Number(await page.locator("#badge").textContent())
+
+        const { id } = await worker.ask({
+          op: "edit",
+          session: "agent-edit",
+          path: "greeting.txt",
+          oldText: "hello",
+          newText: "hello, world"
+        })
+        assert.isString(id)
+        await item(page, id).waitFor({ timeout: 30_000 })
+        await page.locator("#badge", { hasText: String(before + 1) }).waitFor()
+        assert.isTrue(await page.evaluate(() => (window as any).__sameDocument === true), "no reload")
+        assert.strictEqual(await page.title(), `(${before + 1}) Approval inbox`)
+        await page.screenshot({ path: screenshotPath("inbox-list.png") })
+
+        await item(page, id).click()
+        await page.locator("#d-label", { hasText: "Edit: 1 replacement in 1 file" }).waitFor()
+        assert.deepStrictEqual(await page.locator("#d-diff .path").allTextContents(), ["greeting.txt"])
+        assert.deepStrictEqual(await page.locator("#d-diff .line.remove .text").allTextContents(), ["hello"])
+        assert.deepStrictEqual(await page.locator("#d-diff .line.add .text").allTextContents(), ["hello, world"])
+        await page.fill("#reason", "Greets the world, as asked.")
+        await page.screenshot({ path: screenshotPath("inbox-detail.png") })
+        await page.click("#apply")
+        await page.locator("#d-result", { hasText: "Applied" }).waitFor({ timeout: 30_000 })
+
+        assert.strictEqual(fs.readFileSync(path.join(setup.workspace, "greeting.txt"), "utf8"), "hello, world\n")
+        const record = Option.getOrThrow(await Effect.runPromise(setup.inbox.store.get(id)))
+        assert.strictEqual(record.status, "applied")
+        const [decision] = await Effect.runPromise(setup.inbox.store.decisions(id))
+        assert.deepStrictEqual(
+          [decision!.reviewer, decision!.action, decision!.reason, decision!.state],
+          ["ann", "apply", "Greets the world, as asked.", "done"]
+        )
+        await page.locator("#badge", { hasText: String(before) }).waitFor()
+        // The agent's session reads the store before its next turn: the action is no longer open there (its forcing
+        // ends). The model hears of it in its next request: test/inbox/SessionPickup.test.ts.
+        assert.deepStrictEqual((await worker.ask({ op: "open", session: "agent-edit" })).actions, [])
+        assert.deepStrictEqual(dialogs, [])
+        assert.deepStrictEqual(errors, [])
+        await context.close()
+      }
+    }, 180_000)
+
+    it("edit before apply: the reviewer's amended text is what is written", async () => {
+      {
+        const { context, errors, page } = await openPage(browser, setup)
+        const { id } = await worker.ask({
+          op: "note",
+          session: "agent-amend",
+          text: "as staged",
+          label: "Note: remember",
+          preview: "+ as staged"
+        })
+        await item(page, id).click()
+        await page.locator("#d-label", { hasText: "Note: remember" }).waitFor()
+        await page.keyboard.press("e")
+        await page.locator("#amendment").waitFor()
+        await page.fill("#amendment", JSON.stringify({ text: "as amended by ann" }))
+        await page.fill("#reason", "Better wording.")
+        await page.click("#apply")
+        await page.locator("#d-result", { hasText: "Noted as amended by ann" }).waitFor({ timeout: 30_000 })
+        assert.include(fs.readFileSync(setup.log, "utf8").split("\n"), "as amended by ann")
+        const [decision] = await Effect.runPromise(setup.inbox.store.decisions(id))
+        assert.deepStrictEqual(decision!.amendment, { text: "as amended by ann" })
+        // An amendment the kind refuses is shown as an error, and nothing is recorded.
+        const { id: other } = await worker.ask({
+          op: "note",
+          session: "agent-amend",
+          text: "x",
+          label: "Note: other",
+          preview: "+ x"
+        })
+        await item(page, other).click()
+        await page.locator("#d-label", { hasText: "Note: other" }).waitFor()
+        await page.keyboard.press("e")
+        await page.fill("#amendment", JSON.stringify({ text: 42 }))
+        await page.click("#apply")
+        await page.locator("#d-result.error", { hasText: "does not match" }).waitFor()
+        assert.deepStrictEqual(await Effect.runPromise(setup.inbox.store.decisions(other)), [])
+        assert.deepStrictEqual(errors.filter((e) => !e.includes("422")), [])
+        await context.close()
+      }
+    }, 180_000)
+
+    it(
+      "hostile previews render inert: no dialog, no script, no element; the page's text equals the preview",
+      async () => {
+        {
+          const { context, dialogs, errors, page } = await openPage(browser, setup)
+          const mib = Array.from(
+            { length: 16_384 },
+            (_, i) => `line ${String(i).padStart(5, "0")} <b>${"x".repeat(49)}\n`
+          )
+            .join("")
+          const hostile: ReadonlyArray<readonly [string, string]> = [
+            ["<script>window.__pwned = 1; alert('script')</script>", "<script>window.__pwned = 2</script>"],
+            ["<img src=x onerror=\"window.__pwned = 3; alert('img')\">", "<img src=x onerror=\"alert('img')\">"],
+            [
+              "<a href=\"javascript:alert('link')\">click me</a>",
+              "[click](javascript:alert('link'))\n<a href=\"javascript:alert(1)\">x</a>"
+            ],
+            ["safe\u202Etxt.exe\u202C and \u2066isolated\u2069", "if (admin\u202E) {\u202C // check\n"],
+            [
+              "\u001b[31mred\u001b[0m \u001b]8;;http://evil\u0007link\u001b]8;;\u0007",
+              "\u001b[2J\u001b[Hcleared \u0007 \u007f \u009b"
+            ],
+            [
+              "Edit: <iframe src=x>",
+              "--- a/<img src=x onerror=alert(1)>\n+++ b/<script>alert(2)</script>\n@@ -1,1 +1,1 @@\n-<b>old</b>\n+<img src=x onerror=alert(3)>\n"
+            ],
+            ["a 1 MiB preview", mib]
+          ]
+          const ids: Array<string> = []
+          for (const [label, preview] of hostile) {
+            ids.push((await worker.ask({ op: "note", session: "agent-hostile", text: "t", label, preview })).id)
+          }
+          await item(page, ids.at(-1)!).waitFor({ timeout: 30_000 })
+          // The list shows every label as text.
+          for (const [i, [label]] of hostile.entries()) {
+            assert.strictEqual(await item(page, ids[i]!).locator(".label").textContent(), label)
+          }
+          for (const [i, [label, preview]] of hostile.entries()) {
+            await item(page, ids[i]!).click()
+            await page.waitForFunction((id) => {
+              const detail = document.getElementById("d-meta")
+              return detail !== null &&
+                document.querySelector(`.item[data-id="${id}"][aria-selected="true"]`) !== null &&
+                (document.getElementById("d-label")?.textContent ?? "") !== ""
+            }, ids[i]!)
+            await page.locator("#d-label").filter({ hasText: label.slice(0, 4) }).first().waitFor()
+            assert.strictEqual(await page.locator("#d-label").textContent(), label)
+            assert.strictEqual(await page.evaluate(() => document.getElementById("d-preview")!.textContent), preview)
+          }
+          // The diff of the hostile diff shows its markup as text.
+          await item(page, ids[5]!).click()
+          await page.locator("#d-label", { hasText: "Edit: <iframe src=x>" }).waitFor()
+          assert.deepStrictEqual(await page.locator("#d-diff .path").allTextContents(), [
+            "<img src=x onerror=alert(1)> → <script>alert(2)</script>"
+          ])
+          assert.deepStrictEqual(await page.locator("#d-diff .line .text").allTextContents(), [
+            "<b>old</b>",
+            "<img src=x onerror=alert(3)>"
+          ])
+          // Bidi controls and escapes are named, not hidden.
+          await item(page, ids[3]!).click()
+          await page.locator("#d-warnings", { hasText: "bidirectional" }).waitFor()
+          await item(page, ids[4]!).click()
+          await page.locator("#d-warnings", { hasText: "control characters" }).waitFor()
+          const inert = await page.evaluate(() => ({
+            pwned: (window as any).__pwned,
+            elements: document.querySelectorAll("#app img, #app script, #app iframe, #app a, #app b").length
+          }))
+          assert.deepStrictEqual(inert, { pwned: undefined, elements: 0 })
+          assert.deepStrictEqual(dialogs, [])
+          assert.deepStrictEqual(errors, [])
+          await context.close()
+        }
+      },
+      180_000
+    )
+
+    it("10 000 pending actions: the count says so, the first page shows, more load on demand", async () => {
+      const setup = await setUp()
+      try {
+        await Effect.runPromise(
+          Effect.flatMap(
+            LibsqlClient.LibsqlClient,
+            (sql) =>
+              sql.unsafe(`WITH RECURSIVE g(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM g WHERE i < 9999)
+            INSERT INTO effect_resolve_pending (id, session, kind, label, source_tool_name, stager, preview, payload,
+              status, attempts, created_at, updated_at)
+            SELECT 'bulk-' || i, 'bulk-' || (i % 7), 'note', 'Bulk note ' || i, 'note', NULL, 'preview ' || i,
+              '{"text":"bulk"}', 'pending', 0, 1700000000000 + i, 1700000000000 + i FROM g`).raw
+          ).pipe(
+            Effect.scoped,
+            Effect.provide(LibsqlClient.layer({ url: `file:${setup.file}` }).pipe(Layer.provide(Reactivity.layer)))
+          )
+        )
+        const started = Date.now()
+        const { context, errors, page } = await openPage(browser, setup)
+        await page.locator("#badge", { hasText: "10000" }).waitFor({ timeout: 30_000 })
+        await item(page, "bulk-9999").waitFor()
+        assert.strictEqual(await page.locator(".item").count(), 50)
+        await page.click("#more")
+        // Newest first, 50 a page: the second page ends at bulk-9900; bulk-9899 waits for a third.
+        await item(page, "bulk-9900").waitFor()
+        assert.strictEqual(await page.locator(".item").count(), 100)
+        assert.strictEqual(await item(page, "bulk-9899").count(), 0)
+        await item(page, "bulk-9950").click()
+        await page.locator("#d-preview", { hasText: "preview 9950" }).waitFor({ state: "attached" })
+        assert.isBelow(Date.now() - started, 30_000)
+        assert.deepStrictEqual(errors, [])
+        await context.close()
+      } finally {
+        await tearDown(setup)
+      }
+    }, 180_000)
+
+    it("on a 390×844 phone: the list, then the detail with its buttons on screen, then back", async () => {
+      {
+        const { context, errors, page } = await openPage(browser, setup, {
+          viewport: { width: 390, height: 844 },
+          deviceScaleFactor: 2,
+          isMobile: true,
+          hasTouch: true
+        })
+        const { id } = await worker.ask({
+          op: "note",
+          session: "agent-phone",
+          text: "phone",
+          label: "Note: from the phone test",
+          preview: "+ phone"
+        })
+        await item(page, id).waitFor({ timeout: 30_000 })
+        assert.isTrue(await page.locator("#list-pane").isVisible())
+        assert.isFalse(await page.locator("#detail-pane").isVisible())
+        await page.screenshot({ path: screenshotPath("inbox-phone-list.png") })
+        await item(page, id).tap()
+        await page.locator("#d-label", { hasText: "Note: from the phone test" }).waitFor()
+        assert.isFalse(await page.locator("#list-pane").isVisible())
+        for (const button of ["#apply", "#discard", "#snooze"]) {
+          const box = (await page.locator(button).boundingBox())!
+          assert.isTrue(box.x >= 0 && box.x + box.width <= 390, `${button} on screen`)
+        }
+        const width = await page.evaluate(() => document.documentElement.scrollWidth)
+        assert.isAtMost(width, 390, "no sideways scrolling")
+        await page.screenshot({ path: screenshotPath("inbox-phone-detail.png") })
+        await page.locator("#back").tap()
+        assert.isTrue(await page.locator("#list-pane").isVisible())
+        assert.deepStrictEqual(errors, [])
+        await context.close()
+      }
+    }, 180_000)
+
+    it("the keyboard: j selects, r writes the reason, Escape leaves it, d discards, n snoozes", async () => {
+      {
+        // sam's token sees session s1 only: this test's list is its own.
+        const { context, errors, page } = await openPage(browser, setup, undefined, "sam")
+        const { id: first } = await worker.ask({
+          op: "note",
+          session: "s1",
+          text: "one",
+          label: "Note: one",
+          preview: "+ one"
+        })
+        const { id: second } = await worker.ask({
+          op: "note",
+          session: "s1",
+          text: "two",
+          label: "Note: two",
+          preview: "+ two"
+        })
+        await item(page, first).waitFor({ timeout: 30_000 })
+        await item(page, second).waitFor()
+        await page.keyboard.press("j")
+        await page.locator(`.item[data-id="${second}"][aria-selected="true"]`).waitFor()
+        await page.locator("#d-label", { hasText: "Note: two" }).waitFor()
+        await page.keyboard.press("r")
+        await page.keyboard.type("Not this one.")
+        await page.keyboard.press("Escape")
+        await page.keyboard.press("d")
+        await page.locator("#d-result", { hasText: "Discarded" }).waitFor({ timeout: 30_000 })
+        const [decision] = await Effect.runPromise(setup.inbox.store.decisions(second))
+        assert.deepStrictEqual([decision!.action, decision!.reason], ["discard", "Not this one."])
+        await page.keyboard.press("j")
+        await page.locator("#d-label", { hasText: "Note: one" }).waitFor()
+        await page.keyboard.press("n")
+        await page.locator("#d-result", { hasText: "Hidden from the list" }).waitFor()
+        await page.locator(`.item[data-id="${first}"]`).waitFor({ state: "detached" })
+        assert.strictEqual(await page.locator("#badge").textContent(), "0")
+        assert.notInclude(fs.readFileSync(setup.log, "utf8"), "one")
+        assert.notInclude(fs.readFileSync(setup.log, "utf8"), "two")
+        assert.deepStrictEqual(errors, [])
+        await context.close()
+      }
+    }, 180_000)
+  }
+)

@@ -1,0 +1,177 @@
+/**
+ * A reviewer's decision, on the agent session's side (`src/agent/internal/decisions.ts`, through the public
+ * `TurnDriver` and a real inbox server on 127.0.0.1 over a SQLite file): the session's live owner runs a decision
+ * only it can run on its next turn; whoever ran it, the model's next request says "A reviewer (ann) applied pa_…:
+ * reason" with what the reviewer changed, and the forcing for that action ends.
+ */
+import { Tool, Toolkit } from "@effect/ai"
+import { afterEach, assert, beforeEach, describe, it } from "@effect/vitest"
+import { Effect, Exit, Layer, Option, Ref, Schema, Scope } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import * as ScriptedModel from "../../src/agent/ScriptedModel.js"
+import { TurnDriver } from "../../src/agent/TurnDriver.js"
+import {
+  PendingActions,
+  PendingStoreError,
+  Preview,
+  ResolveConfig,
+  ResolveRuntime,
+  stage,
+  stageKind,
+  ToolResult
+} from "../../src/index.js"
+import * as SqliteStore from "../../src/stores/SqliteStore.js"
+import { noteKind, post, type Running, startInbox, tokens } from "../support/inbox.js"
+
+let dir: string
+let file: string
+let log: string
+let running: Running
+
+beforeEach(async () => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-resolve-pickup-"))
+  file = path.join(dir, "pending.db")
+  log = path.join(dir, "notes.log")
+  fs.writeFileSync(log, "")
+  // The inbox registers the note kind; a closure is only its stager's to run.
+  running = await startInbox({ store: SqliteStore.layer({ filename: file }), kinds: [noteKind(log)] })
+})
+afterEach(async () => {
+  await running.close()
+  fs.rmSync(dir, { recursive: true, force: true })
+})
+
+const Write = Tool.make("write", {
+  parameters: { file: Schema.String, text: Schema.String },
+  success: Schema.String,
+  failure: PendingStoreError,
+  dependencies: [PendingActions]
+})
+const Note = Tool.make("note", {
+  parameters: { text: Schema.String },
+  success: Schema.String,
+  failure: PendingStoreError,
+  dependencies: [PendingActions]
+})
+const Tools = Toolkit.make(Write, Note)
+
+/** An agent session on the SQLite file (a session of its own runtime, as an agent process has). */
+const openSession = (script: ScriptedModel.Script, written: Ref.Ref<Record<string, string>>) =>
+  Effect.gen(function*() {
+    const scope = yield* Scope.make()
+    const handlers = Tools.toLayer({
+      write: ({ file, text }) =>
+        Effect.map(
+          stage({
+            label: `Write ${file}`,
+            sourceToolName: "write",
+            apply: () =>
+              Effect.as(
+                Preview.commit(Ref.update(written, (all) => ({ ...all, [file]: text }))),
+                ToolResult.text(`Wrote ${file}`)
+              )
+          }),
+          (handle) => `Preview ${handle.id}: ${file} would become ${text}`
+        ),
+      note: ({ text }) =>
+        Effect.map(
+          stageKind(noteKind(log), { text }, { label: `Note: ${text}`, sourceToolName: "note", preview: `+ ${text}` }),
+          (handle) => `Preview ${handle.id}: note ${text}`
+        )
+    })
+    const layer = Layer.mergeAll(TurnDriver.layerWithoutDependencies({}), handlers, ScriptedModel.layer(script)).pipe(
+      Layer.provideMerge(ResolveRuntime.layerDurable({ session: "agent", kinds: [noteKind(log)] })),
+      Layer.provideMerge(SqliteStore.layer({ filename: file })),
+      Layer.provideMerge(ResolveConfig.layer({ enforcement: "force" }))
+    )
+    const context = yield* Layer.buildWithScope(layer, scope)
+    return {
+      run: <A, E>(effect: Effect.Effect<A, E, Layer.Layer.Success<typeof layer>>) => Effect.provide(effect, context),
+      close: Scope.close(scope, Exit.void)
+    }
+  })
+
+const drive = (prompt: string, maxTurns?: number) =>
+  Effect.flatMap(TurnDriver, (driver) => Effect.either(driver.run(prompt, { toolkit: Tools, maxTurns })))
+
+/** The ids of the session's open actions. */
+const openIds = Effect.flatMap(PendingActions, (pending) => pending.listOpen).pipe(
+  Effect.map((open) => open.map((info) => info.id))
+)
+
+describe("a reviewer's decision, on the session's side", () => {
+  it.live("a closure only the session can run: its next turn applies it, tells the model, and stops forcing", () =>
+    Effect.gen(function*() {
+      const written = yield* Ref.make<Record<string, string>>({})
+      const session = yield* openSession(
+        [ScriptedModel.toolCall("write", { file: "a.ts", text: "hello" }), "Done."],
+        written
+      )
+      // Turn 1 stages the preview; the run stops there (as a user's turn ends).
+      assert.strictEqual((yield* session.run(drive("Say hello in a.ts", 1)))._tag, "Left")
+      const [id] = yield* session.run(openIds)
+      assert.isString(id)
+
+      const answer = yield* Effect.promise(() =>
+        post(running, `/api/actions/${id}/decision`, tokens.owner, { action: "apply", reason: "Looks right." })
+      )
+      assert.strictEqual(answer.status, 200, answer.text)
+      assert.strictEqual(answer.json.outcome, "requested", "the inbox cannot run a closure")
+      assert.deepStrictEqual(yield* Ref.get(written), {})
+
+      const finished = yield* session.run(drive("Continue."))
+      assert.strictEqual(finished._tag, "Right")
+      assert.deepStrictEqual(yield* Ref.get(written), { "a.ts": "hello" })
+      const requests = yield* session.run(ScriptedModel.requests)
+      const next = requests.at(-1)!
+      const told = next.userTexts.filter((t) => t.startsWith("A reviewer"))
+      assert.deepStrictEqual(told, [
+        `A reviewer (ann) applied ${id}: Looks right. Result: Wrote a.ts. Do not resolve ${id} again.`
+      ])
+      assert.isFalse(ScriptedModel.isForced(next), "the forcing for the action ended")
+      const record = Option.getOrThrow(yield* Effect.promise(() => Effect.runPromise(running.store.get(id!))))
+      assert.strictEqual(record.status, "applied")
+      const [decision] = yield* Effect.promise(() => Effect.runPromise(running.store.decisions(id!)))
+      assert.deepStrictEqual([decision!.state, decision!.settledBy], ["done", "session:agent"])
+      assert.strictEqual(requests.length, 2, "one request for each turn: nothing forced resolve again")
+      yield* session.close
+    }))
+
+  it.live("a kind the inbox runs, amended: the model's next request says what the reviewer changed, once", () =>
+    Effect.gen(function*() {
+      const written = yield* Ref.make<Record<string, string>>({})
+      const session = yield* openSession(
+        [ScriptedModel.toolCall("note", { text: "as staged" }), "Done.", "Still done."],
+        written
+      )
+      assert.strictEqual((yield* session.run(drive("Take a note", 1)))._tag, "Left")
+      const [id] = yield* session.run(openIds)
+
+      const answer = yield* Effect.promise(() =>
+        post(running, `/api/actions/${id}/decision`, tokens.owner, {
+          action: "apply",
+          reason: "Better wording.",
+          amendment: { text: "as amended" }
+        })
+      )
+      assert.strictEqual(answer.status, 200, answer.text)
+      assert.strictEqual(answer.json.outcome, "applied", "the inbox registers the kind: it ran it")
+      assert.strictEqual(fs.readFileSync(log, "utf8"), "as amended\n")
+
+      assert.strictEqual((yield* session.run(drive("Continue.")))._tag, "Right")
+      const next = (yield* session.run(ScriptedModel.requests)).at(-1)!
+      assert.deepStrictEqual(next.userTexts.filter((t) => t.startsWith("A reviewer")), [
+        `A reviewer (ann) applied ${id}: Better wording. Before applying, the reviewer changed it to: ` +
+        `{"text":"as amended"}. Result: Noted as amended (Better wording.). Do not resolve ${id} again.`
+      ])
+      assert.isFalse(ScriptedModel.isForced(next))
+      // Told once: a later turn does not repeat it.
+      assert.strictEqual((yield* session.run(drive("And now?")))._tag, "Right")
+      const last = (yield* session.run(ScriptedModel.requests)).at(-1)!
+      assert.strictEqual(last.userTexts.filter((t) => t.startsWith("A reviewer")).length, 1)
+      assert.strictEqual(fs.readFileSync(log, "utf8"), "as amended\n", "applied once")
+      yield* session.close
+    }))
+})
