@@ -167,6 +167,22 @@ export declare namespace PendingStore {
   }
 
   /**
+   * One entry of a session's owner log: the runtime instance `owner` opened the session (`open`), saved its state
+   * (`save`) or closed it (`close`), at `at` (epoch milliseconds, from `Clock`). A cluster runner keeps this log
+   * (`effect-resolve/cluster`, `ownerLog: true`), so that who ran a session's loop, and when, can be read from the
+   * store: with the journal's claims, it shows that no two runners ever ran one session at once.
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export interface SessionLogEntry {
+    readonly session: string
+    readonly owner: string
+    readonly event: "open" | "save" | "close"
+    readonly at: number
+  }
+
+  /**
    * Every method is atomic: a transition is one transaction (the record and its journal event) and either happens
    * wholly or not at all. Writes are uninterruptible once started, so an interrupted caller's store is never in an
    * unknown state. Bad input fails with a `PendingStoreError` and changes nothing. Times are epoch milliseconds
@@ -250,6 +266,22 @@ export declare namespace PendingStore {
     readonly saveSession: (session: string, state: string) => Effect.Effect<void, PendingStoreError>
     /** The last state saved for the session, if any. */
     readonly loadSession: (session: string) => Effect.Effect<Option.Option<string>, PendingStoreError>
+    // -- 0.3: the owner log of a session (cluster runners) --------------------------------------------------------
+    /**
+     * Appends one entry to the session's owner log (an append-only table; nothing else reads or prunes it). Bad
+     * input fails with a `PendingStoreError` and appends nothing.
+     *
+     * @since 0.3.0
+     */
+    readonly logSession: (entry: PendingStore.SessionLogEntry) => Effect.Effect<void, PendingStoreError>
+    /**
+     * The session's owner log, in the order it was appended.
+     *
+     * @since 0.3.0
+     */
+    readonly sessionLog: (
+      session: string
+    ) => Effect.Effect<ReadonlyArray<PendingStore.SessionLogEntry>, PendingStoreError>
   }
 }
 
@@ -293,6 +325,26 @@ export const duplicateId = (id: string): PendingStoreError =>
   })
 
 /**
+ * What is wrong with an owner-log entry given to `logSession`, if anything (the memory and SQL stores refuse the same
+ * entries with the same words).
+ *
+ * @since 0.3.0
+ * @category validation
+ */
+export const checkSessionLogEntry = (entry: PendingStore.SessionLogEntry): string | undefined => {
+  if (typeof entry !== "object" || entry === null) return "the entry is not an object"
+  if (typeof entry.session !== "string") return "session must be a string"
+  if (typeof entry.owner !== "string" || entry.owner.length === 0) return "owner must be a non-empty string"
+  if (entry.event !== "open" && entry.event !== "save" && entry.event !== "close") {
+    return `event must be "open", "save" or "close", got ${JSON.stringify(entry.event)}`
+  }
+  if (!(typeof entry.at === "number" && Number.isSafeInteger(entry.at) && entry.at >= 0)) {
+    return "at must be epoch milliseconds (a non-negative integer)"
+  }
+  return undefined
+}
+
+/**
  * Builds an in-memory store (what `layerMemory` provides). Its state is closure-local and changed only inside
  * synchronous blocks, each atomic like a `Ref.modify`; records are frozen, so what a read returns never changes.
  *
@@ -309,6 +361,8 @@ export const makeMemory = (): PendingStore.Service => {
   const resolving = new Set<string>()
   const journal = new Map<string, Array<PendingEvent>>()
   const sessions = new Map<string, string>()
+  /** Per session, its owner log. */
+  const sessionLogs = new Map<string, Array<PendingStore.SessionLogEntry>>()
   /** Runtime instances and the ends of their leases. */
   const instances = new Map<string, number>()
   let seq = 0
@@ -563,7 +617,23 @@ export const makeMemory = (): PendingStore.Service => {
         sessions.set(session, state)
         return Effect.void
       }),
-    loadSession: (session) => Effect.sync(() => Option.fromNullable(sessions.get(session)))
+    loadSession: (session) => Effect.sync(() => Option.fromNullable(sessions.get(session))),
+    logSession: (entry) =>
+      Effect.suspend(() => {
+        const problem = checkSessionLogEntry(entry)
+        if (problem !== undefined) return Effect.fail(invalidInput("logSession", problem))
+        const stored: PendingStore.SessionLogEntry = Object.freeze({
+          session: entry.session,
+          owner: entry.owner,
+          event: entry.event,
+          at: entry.at
+        })
+        const log = sessionLogs.get(entry.session)
+        if (log === undefined) sessionLogs.set(entry.session, [stored])
+        else log.push(stored)
+        return Effect.void
+      }),
+    sessionLog: (session) => Effect.sync(() => sessionLogs.get(session)?.slice() ?? [])
   })
 }
 

@@ -51,7 +51,13 @@ import {
   payloadJson,
   recordCursor
 } from "../services/internal/pendingStore.js"
-import { duplicateId, invalidInput, PendingStore, PendingStoreError } from "../services/PendingStore.js"
+import {
+  checkSessionLogEntry,
+  duplicateId,
+  invalidInput,
+  PendingStore,
+  PendingStoreError
+} from "../services/PendingStore.js"
 
 /**
  * The table `migrate` records applied migrations in.
@@ -207,6 +213,18 @@ $body$`,
 FOR EACH ROW EXECUTE FUNCTION effect_resolve_forget()`
 ]
 
+// 0.3, for cluster runners: the owner log of a session (who opened, saved and closed it, and when).
+const clusterCommon = (types: { readonly seq: string; readonly millis: string }): ReadonlyArray<string> => [
+  `CREATE TABLE effect_resolve_session_log (
+  seq ${types.seq},
+  session TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  event TEXT NOT NULL,
+  at ${types.millis} NOT NULL
+)`,
+  "CREATE INDEX effect_resolve_session_log_by_session ON effect_resolve_session_log (session, seq)"
+]
+
 const runStatements = (statements: { readonly pg: ReadonlyArray<string>; readonly sqlite: ReadonlyArray<string> }) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => {
     const schema = sql.onDialectOrElse({
@@ -228,7 +246,11 @@ const runStatements = (statements: { readonly pg: ReadonlyArray<string>; readonl
  */
 export const migrations: Migrator.Loader = Migrator.fromRecord({
   "1_pending_store": runStatements({ pg: pgSchema, sqlite: sqliteSchema }),
-  "2_shared_sessions": runStatements({ pg: pgSharedSessions, sqlite: sqliteSharedSessions })
+  "2_shared_sessions": runStatements({ pg: pgSharedSessions, sqlite: sqliteSharedSessions }),
+  "4_cluster": runStatements({
+    pg: clusterCommon({ seq: "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY", millis: "bigint" }),
+    sqlite: clusterCommon({ seq: "INTEGER PRIMARY KEY", millis: "INTEGER" })
+  })
 })
 
 const runMigrator = Migrator.make({})
@@ -294,6 +316,14 @@ interface RecordRow {
   readonly updated_at: unknown
   readonly expires_at: unknown
   readonly outcome: unknown
+}
+
+/** A row of the owner log. */
+interface LogRow {
+  readonly session: unknown
+  readonly owner: unknown
+  readonly event: unknown
+  readonly at: unknown
 }
 
 interface EventRow {
@@ -752,6 +782,29 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
         return Effect.map(
           read("loadSession", statement.withoutTransform, (row) => row.state),
           (states) => Option.fromNullable(states[0])
+        )
+      },
+      // 0.3: the owner log of a session (cluster runners).
+      logSession: (entry) =>
+        Effect.suspend(() => {
+          const problem = checkSessionLogEntry(entry)
+          if (problem !== undefined) return Effect.fail(invalidInput("logSession", problem))
+          const statement = sql`INSERT INTO effect_resolve_session_log (session, owner, event, at)
+            VALUES (${entry.session}, ${entry.owner}, ${entry.event}, ${entry.at})`
+          return Effect.asVoid(write("logSession", statement.withoutTransform))
+        }),
+      sessionLog: (session) => {
+        const statement = sql<LogRow>`SELECT session, owner, event, at FROM effect_resolve_session_log
+          WHERE session = ${session} ORDER BY seq`
+        return Effect.map(
+          run("sessionLog", statement.withoutTransform),
+          (rows) =>
+            rows.map((row): PendingStore.SessionLogEntry => ({
+              session: String(row.session),
+              owner: String(row.owner),
+              event: row.event as PendingStore.SessionLogEntry["event"],
+              at: seqOf(row.at)
+            }))
         )
       }
     })

@@ -612,5 +612,33 @@ for (const subject of subjects(tmp.dir, pg)) {
         deepStrictEqual(yield* store.list("s1"), [])
         deepStrictEqual(yield* store.history("a"), [])
       }))
+
+    // 0.3: the owner log of a session (cluster runners).
+    test("logSession appends to a session's owner log, read back in order; bad entries are refused", (store) =>
+      Effect.gen(function*() {
+        deepStrictEqual(yield* store.sessionLog("s1"), [])
+        const entries: ReadonlyArray<PendingStore.SessionLogEntry> = [
+          { session: "s1", owner: "host:1:0:a", event: "open", at: T0 },
+          { session: "s2", owner: "host:2:0:b", event: "open", at: T0 + 1 },
+          { session: "s1", owner: "host:1:0:a", event: "save", at: T0 + 2 },
+          { session: "s1", owner: "host:1:0:a", event: "save", at: T0 + 2 },
+          { session: "s1", owner: "host:1:0:a", event: "close", at: Number.MAX_SAFE_INTEGER }
+        ]
+        for (const entry of entries) yield* store.logSession(entry)
+        deepStrictEqual(yield* store.sessionLog("s1"), entries.filter((e) => e.session === "s1"))
+        deepStrictEqual(yield* store.sessionLog("s2"), [entries[1]])
+        const bad: ReadonlyArray<PendingStore.SessionLogEntry> = [
+          { session: "s1", owner: "", event: "open", at: T0 },
+          { session: "s1", owner: "o", event: "opened" as "open", at: T0 },
+          { session: "s1", owner: "o", event: "save", at: 1.5 },
+          { session: "s1", owner: "o", event: "save", at: -1 }
+        ]
+        for (const entry of bad) {
+          const error = yield* storeError(store.logSession(entry))
+          strictEqual(error.operation, "logSession")
+          strictEqual(error.message.endsWith("nothing was changed."), true)
+        }
+        strictEqual((yield* store.sessionLog("s1")).length, 4)
+      }))
   })
 }
