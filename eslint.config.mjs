@@ -14,7 +14,9 @@ const below = {
   tools: ["internal", "domain", "services", "layers"],
   producers: ["internal", "domain", "services", "layers", "tools"],
   render: ["internal", "domain"],
-  agent: ["internal", "domain", "services", "layers", "tools"]
+  agent: ["internal", "domain", "services", "layers", "tools"],
+  // Sessions on @effect/cluster: the entity runs the agent loop of src/agent on the session services.
+  cluster: ["internal", "domain", "services", "layers", "tools", "agent"]
 }
 const layering = Object.entries(below).map(([folder, allowed]) => {
   const forbidden = Object.keys(below).filter((other) => other !== folder && !allowed.includes(other))

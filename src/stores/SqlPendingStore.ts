@@ -8,7 +8,8 @@
  * statement (on both dialects). `claim` is `UPDATE ... SET status = 'resolving' ... WHERE status = 'pending'`: of
  * any number of concurrent claims of one record, in one process or many, the database lets exactly one match.
  *
- * Columns are read without the client's name transforms, so a client configured with `transformResultNames` works.
+ * Columns are read without the client's name transforms, so a client configured with `transformResultNames` works,
+ * and integers are read whether the driver returns them as numbers, text or `bigint` (libsql's `intMode`).
  * Epoch milliseconds are `INTEGER` (SQLite) / `bigint` (Postgres, which returns them as strings; they are decoded
  * back to numbers exactly). Every row is decoded on its own: a row changed outside the store (a payload that is not
  * JSON, a time or status it cannot read) comes back as an `unreadable` record with the reason, and the others as
@@ -357,7 +358,11 @@ const rowReader = () => {
   const text = (name: string, u: unknown): string => typeof u === "string" ? u : note(`${name} is not text`, String(u))
   const nullableText = (name: string, u: unknown): string | null => u === null ? null : text(name, u)
   const millis = (name: string, u: unknown): number => {
-    const n = typeof u === "number" ? u : typeof u === "string" && /^\d{1,16}$/.test(u) ? Number(u) : Number.NaN
+    const n = typeof u === "number" || typeof u === "bigint" ?
+      Number(u) :
+      typeof u === "string" && /^\d{1,16}$/.test(u) ?
+      Number(u) :
+      Number.NaN
     return Number.isSafeInteger(n) && n >= 0 ? n : note(`${name} ${quoted(u)} is not epoch milliseconds`, 0)
   }
   const nullableMillis = (name: string, u: unknown): number | null => u === null ? null : millis(name, u)
@@ -464,7 +469,11 @@ const seqOf = (u: unknown): number => typeof u === "number" ? u : Number(u)
 
 /** A raw `created_at` for a cursor: a number when it is one, else the text a corrupted SQLite row holds. */
 const rawMillis = (u: unknown): number | string =>
-  typeof u === "number" ? u : typeof u === "string" && /^\d{1,16}$/.test(u) ? Number(u) : String(u)
+  typeof u === "number" || typeof u === "bigint" ?
+    Number(u) :
+    typeof u === "string" && /^\d{1,16}$/.test(u) ?
+    Number(u) :
+    String(u)
 
 /**
  * Builds the store on the `SqlClient` in context (SQLite or Postgres). It does not create the tables: run

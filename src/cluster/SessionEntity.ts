@@ -1,0 +1,330 @@
+/**
+ * The behaviour of the `Session` entity on a runner: the only place a session's agent loop runs. When the cluster
+ * gives this runner a session (its first message here, or its shard moved here from a runner that stopped or died),
+ * the entity opens the durable session of today, `ResolveRuntime.durable({ session, store, kinds })` with
+ * `TurnDriver.layerOn(...)` on top, on the runner's `PendingStore` and the app's `SessionAgent`: pending actions come
+ * back (a dead owner's `resolving` ones are recovered by their kind), the conversation and forcing state continue
+ * from the last saved turn. The entity closes the session when it goes idle or its shard moves.
+ *
+ * - `Run`: one run at a time per session, in arrival order. The prompt carries the run's id in the conversation
+ *   itself (a provider option no provider reads), saved with each turn: a runner that receives the run again after
+ *   another died continues it without adding the prompt twice, and replies at once if it had already finished.
+ * - `Decide`: `resolve` by id, as a person; it runs alongside a run (the claim is exactly-once), and the model is
+ *   told with its next request.
+ * - `Steer`, `List`, `Get`: the steering bus and the pending set of the session.
+ *
+ * With `ownerLog: true`, the session's runtime instance logs in the store when it opens, saves and closes the
+ * session (`PendingStore.logSession`): with the journal's claims, the store then shows who ran each session, when.
+ *
+ * @example
+ * ```ts
+ * import { Layer } from "effect"
+ * import { SessionEntity } from "effect-resolve/cluster"
+ *
+ * // Registers the entity with the runner's Sharding; needs the SessionAgent and the PendingStore.
+ * const Behaviour: Layer.Layer<never, never, any> = SessionEntity.layer({ ownerLog: true })
+ * ```
+ *
+ * @since 0.3.0
+ */
+import * as Prompt from "@effect/ai/Prompt"
+import * as Entity from "@effect/cluster/Entity"
+import type { Sharding } from "@effect/cluster/Sharding"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import type * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
+import { TurnDriver } from "../agent/TurnDriver.js"
+import * as ToolResult from "../domain/ToolResult.js"
+import * as ResolveRuntime from "../layers/ResolveRuntime.js"
+import { type PendingActionInfo, PendingActions } from "../services/PendingActions.js"
+import { PendingStore } from "../services/PendingStore.js"
+import { SteeringBus } from "../services/SteeringBus.js"
+import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
+import { decodeResolveParams, resolve } from "../tools/Resolve.js"
+import { SessionAgent } from "./SessionAgent.js"
+import { type DecisionKind, type DecisionReply, Session, type SessionAction } from "./SessionProtocol.js"
+
+/**
+ * Options of the entity on a runner.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Options {
+  /**
+   * Log each session's owner in the store when it opens, saves (every turn) and closes the session
+   * (`PendingStore.logSession`; one more insert per turn, never pruned). Default `false`.
+   */
+  readonly ownerLog?: boolean | undefined
+  /** Close a session that received no message for this long (default: `ShardingConfig.entityMaxIdleTime`). */
+  readonly maxIdleTime?: Duration.DurationInput | undefined
+}
+
+/**
+ * The provider-option key under which a `Run`'s prompt carries its run id (no provider reads it).
+ *
+ * @since 0.3.0
+ * @category constants
+ */
+export const runOptionKey = "effect-resolve"
+
+/**
+ * The `customType` of the steering message a `Steer` sends.
+ *
+ * @since 0.3.0
+ * @category constants
+ */
+export const steerType = "session-steer"
+
+/**
+ * The `customType` of the steering message that tells the model about a person's decision.
+ *
+ * @since 0.3.0
+ * @category constants
+ */
+export const decisionType = "resolve-decision"
+
+/**
+ * The text that tells the model a person decided one of its pending actions.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const decisionText = (
+  decision: { readonly by: string; readonly decision: DecisionKind; readonly reason: string },
+  action: { readonly id: string; readonly label: string }
+): string =>
+  "<system-reminder>\n" +
+  `${decision.by} ${
+    decision.decision === "discard"
+      ? "discarded"
+      : decision.decision === "amend"
+      ? "applied with an amendment"
+      : "applied"
+  } the pending action "${action.label}" (id ${action.id}): ${decision.reason}\n` +
+  "Do not resolve it again.\n" +
+  "</system-reminder>"
+
+/** The run id a message carries, if it is a `Run`'s prompt. */
+const runIdOf = (message: Prompt.Message): string | undefined => {
+  const options = message.options[runOptionKey]
+  const runId = options === undefined ? undefined : options.runId
+  return typeof runId === "string" ? runId : undefined
+}
+
+/** The prompt of a run: one user message carrying the run id. */
+const runPrompt = (runId: string, text: string): Prompt.Prompt =>
+  Prompt.fromMessages([
+    Prompt.makeMessage("user", {
+      content: [Prompt.makePart("text", { text })],
+      options: { [runOptionKey]: { runId } }
+    })
+  ])
+
+/** The text of the conversation's last message, when it is the model's answer with no tool call (a run's end). */
+const finalAnswer = (history: Prompt.Prompt): Option.Option<string> => {
+  const last = history.content[history.content.length - 1]
+  if (last === undefined || last.role !== "assistant") return Option.none()
+  if (last.content.some((part) => part.type === "tool-call")) return Option.none()
+  return Option.some(last.content.flatMap((part) => part.type === "text" ? [part.text] : []).join(""))
+}
+
+/**
+ * An action as the protocol sends it.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const toSessionAction = (info: PendingActionInfo): SessionAction => ({
+  id: info.id,
+  label: info.label,
+  sourceToolName: info.sourceToolName,
+  kind: info.kind,
+  preview: info.preview,
+  status: info.status,
+  attempts: info.attempts,
+  createdAt: info.createdAt,
+  expiresAt: info.expiresAt,
+  outcome: info.outcome,
+  runnable: info.runnable
+})
+
+/**
+ * The store a session's runtime uses, logging its owner: the session's runtime instance is learned from its first
+ * heartbeat (the first thing a durable session does when it opens), and each open, save and close of the session is
+ * logged before it happens.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const withOwnerLog = (store: PendingStore.Service, session: string): PendingStore.Service => {
+  let owner: string | undefined
+  const log = (instance: string, event: PendingStore.SessionLogEntry["event"]) =>
+    Effect.flatMap(Clock.currentTimeMillis, (at) => store.logSession({ session, owner: instance, event, at }))
+  return PendingStore.of({
+    ...store,
+    heartbeat: (input) => {
+      if (owner !== undefined) return store.heartbeat(input)
+      owner = input.instance
+      return Effect.zipRight(log(input.instance, "open"), store.heartbeat(input))
+    },
+    saveSession: (id, state) =>
+      owner === undefined || id !== session ?
+        store.saveSession(id, state) :
+        Effect.zipRight(log(owner, "save"), store.saveSession(id, state)),
+    release: (instance) =>
+      instance !== owner ? store.release(instance) : Effect.zipRight(log(instance, "close"), store.release(instance))
+  })
+}
+
+const targetOf = (decision: DecisionKind) => decision === "discard" ? "discarded" : "applied"
+
+/**
+ * Builds the handlers of one session on this runner: opens its durable session in the entity's scope.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const make = (options: Options = {}) =>
+  Effect.gen(function*() {
+    const address = yield* Entity.CurrentAddress
+    const session: string = address.entityId
+    const agent = yield* SessionAgent
+    const baseStore = yield* PendingStore
+    const scope = yield* Scope.Scope
+    const store = options.ownerLog === true ? withOwnerLog(baseStore, session) : baseStore
+    const system = agent.system(session)
+    const durable = ResolveRuntime.durable({
+      session,
+      store: Layer.succeed(PendingStore, store),
+      kinds: agent.kinds,
+      ...Option.match(agent.lease, { onNone: () => ({}), onSome: (lease) => ({ lease }) }),
+      ...Option.match(agent.retention, { onNone: () => ({}), onSome: (retention) => ({ retention }) })
+    })
+    const sessionLayer = Layer.provideMerge(
+      TurnDriver.layerOn(Option.match(system, { onNone: () => ({}), onSome: (text) => ({ system: text }) })),
+      durable
+    )
+    const built = yield* (Layer.buildWithScope(sessionLayer, scope) as Effect.Effect<
+      Context.Context<TurnDriver | ResolveRuntime.Services | PendingStore>,
+      unknown
+    >).pipe(
+      Effect.provide(agent.context),
+      Effect.orDie
+    )
+    const context = Context.merge(agent.context, built)
+    const driver = Context.get(built, TurnDriver)
+    const pending = Context.get(built, PendingActions)
+    const queue = Context.get(built, ToolChoiceQueue)
+    const bus = Context.get(built, SteeringBus)
+    const runs = yield* Effect.makeSemaphore(1)
+    const runOptions = {
+      ...Option.match(agent.toolkit, { onNone: () => ({}), onSome: (toolkit) => ({ toolkit }) }),
+      ...Option.match(agent.maxTurns, { onNone: () => ({}), onSome: (maxTurns) => ({ maxTurns }) }),
+      ...Option.match(agent.retry, { onNone: () => ({}), onSome: (retry) => ({ retry }) })
+    }
+    const open = Effect.map(pending.listOpen, (infos) => infos.map(toSessionAction))
+
+    /** Whether nothing is left to do: no directive served or queued (a pending preview queues one). */
+    const idle = Effect.map(
+      Effect.zip(queue.hasInFlight, queue.inspect),
+      ([inFlight, queued]) => !inFlight && queued.length === 0
+    )
+
+    const run = Effect.fn("SessionEntity.run")(function*(payload: { readonly runId: string; readonly prompt: string }) {
+      const history = yield* driver.history
+      const resumed = history.content.some((message) => runIdOf(message) === payload.runId)
+      if (resumed) {
+        // The run started before (on a runner that died, or an earlier activation); a saved turn holds its prompt.
+        const answer = finalAnswer(history)
+        if (Option.isSome(answer) && (yield* idle)) {
+          return { text: answer.value, turns: 0, resumed, open: yield* open }
+        }
+      }
+      const result = yield* driver.run(resumed ? Prompt.empty : runPrompt(payload.runId, payload.prompt), runOptions)
+      return { text: result.text, turns: result.turns.length, resumed, open: yield* open }
+    })
+
+    const decide = Effect.fn("SessionEntity.decide")(function*(payload: {
+      readonly id: string
+      readonly decision: DecisionKind
+      readonly reason: string
+      readonly by: string
+      readonly amendment?: string | undefined
+    }) {
+      const params = yield* decodeResolveParams({
+        action: payload.decision === "discard" ? "discard" : "apply",
+        reason: payload.reason,
+        extra: payload.decision === "amend" ? { amendment: payload.amendment ?? "" } : null,
+        id: payload.id
+      })
+      const target = targetOf(payload.decision)
+      const result = yield* Effect.either(resolve(params))
+      if (Either.isLeft(result)) {
+        const error = result.left
+        // Already in the state this decision asks for: a redelivered decision, or the same one made first by the
+        // model or another person. Its recorded outcome is the answer.
+        if (error._tag === "PendingActionNotPending" && error.status === target) {
+          const info = yield* pending.get(payload.id)
+          return {
+            id: payload.id,
+            status: target,
+            text: Option.getOrElse(Option.flatMap(info, (i) => i.outcome), () => ""),
+            settledBefore: true
+          } satisfies DecisionReply
+        }
+        return yield* Effect.fail(error)
+      }
+      const info = yield* pending.get(payload.id)
+      yield* bus.steer({
+        customType: decisionType,
+        content: decisionText(payload, {
+          id: payload.id,
+          label: Option.match(info, { onNone: () => payload.id, onSome: (i) => i.label })
+        }),
+        details: { actionId: payload.id, by: payload.by, decision: payload.decision }
+      })
+      return {
+        id: payload.id,
+        status: Option.match(info, { onNone: () => target, onSome: (i) => i.status }),
+        text: ToolResult.textOf(result.right),
+        settledBefore: false
+      } satisfies DecisionReply
+    })
+
+    return Session.of({
+      Run: ({ payload }) => runs.withPermits(1)(run(payload)).pipe(Effect.provide(context)),
+      Steer: ({ payload }) =>
+        Effect.asVoid(
+          bus.steer({ customType: steerType, content: payload.text, details: { steerId: payload.steerId } })
+        ),
+      Decide: ({ payload }) => decide(payload).pipe(Effect.provide(context)),
+      List: ({ payload }) =>
+        Effect.map(
+          pending.listPage({
+            limit: payload.limit ?? 100,
+            ...(payload.cursor === undefined ? {} : { cursor: payload.cursor })
+          }),
+          (page) => ({ items: page.items.map(toSessionAction), next: page.next })
+        ),
+      Get: ({ payload }) => Effect.map(pending.get(payload.id), Option.map(toSessionAction))
+    })
+  })
+
+/**
+ * Registers the `Session` entity with the runner's `Sharding`: this runner runs the sessions whose shards it holds.
+ * Messages of one session are handled concurrently (a `Decide` while a `Run` is in progress), runs one at a time.
+ *
+ * @since 0.3.0
+ * @category layers
+ */
+export const layer = (options: Options = {}): Layer.Layer<never, never, Sharding | SessionAgent | PendingStore> =>
+  Session.toLayer(make(options), {
+    concurrency: "unbounded",
+    ...(options.maxIdleTime === undefined ? {} : { maxIdleTime: options.maxIdleTime })
+  })
