@@ -22,7 +22,9 @@
  */
 import type { AlreadyProcessingMessage, MailboxFull, PersistenceError } from "@effect/cluster/ClusterError"
 import type { Sharding } from "@effect/cluster/Sharding"
+import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
@@ -116,7 +118,10 @@ export declare namespace SessionClient {
       session: string,
       decision: Decision
     ) => Effect.Effect<DecisionReply, DecisionError | SessionUnreachable>
-    /** One page of the session's actions, most recent first. */
+    /**
+     * One page of the session's actions, most recent first. A read is not persisted: one interrupted because the
+     * session moved to another runner is sent again there.
+     */
     readonly list: (
       session: string,
       options?: { readonly limit?: number | undefined; readonly cursor?: string | undefined }
@@ -176,6 +181,20 @@ const unreachable = (session: string, operation: string) =>
   ) as any
 
 /**
+ * A read (`List`, `Get`: not persisted) whose session stopped on its runner while it was being answered (the shard
+ * moved, the runner shut down) comes back interrupted: it is sent again, to wherever the session runs now. The
+ * caller's own interruption still stops it (the pause is interruptible).
+ */
+const retryWhenMoved = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  Effect.catchAllCause(
+    effect,
+    (cause) =>
+      Cause.isInterruptedOnly(cause) ?
+        Effect.zipRight(Effect.sleep(Duration.millis(100)), Effect.suspend(() => retryWhenMoved(effect))) :
+        Effect.failCause(cause)
+  )
+
+/**
  * Builds the client (what `SessionClient.layer` provides).
  *
  * @since 0.3.0
@@ -204,7 +223,7 @@ export const make: Effect.Effect<SessionClient.Service, never, Sharding> = Effec
         clientFor(session).List({
           ...(options?.limit === undefined ? {} : { limit: options.limit }),
           ...(options?.cursor === undefined ? {} : { cursor: options.cursor })
-        }).pipe(unreachable(session, "list")),
-      get: (session, id) => clientFor(session).Get({ id }).pipe(unreachable(session, "get"))
+        }).pipe(retryWhenMoved, unreachable(session, "list")),
+      get: (session, id) => clientFor(session).Get({ id }).pipe(retryWhenMoved, unreachable(session, "get"))
     })
 )

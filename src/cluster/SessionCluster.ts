@@ -111,7 +111,7 @@ export interface RunnerOptions extends CommonOptions {
   readonly runner: Address
   /** Where it listens, when that differs (a container's 0.0.0.0). */
   readonly listen?: Address | undefined
-  /** The entity's options (`ownerLog`, `maxIdleTime`). */
+  /** The entity's options (`logSaves`, `maxIdleTime`, `handoffPoll`). */
   readonly entity?: SessionEntity.Options | undefined
 }
 

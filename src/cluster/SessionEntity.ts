@@ -13,8 +13,11 @@
  *   told with its next request.
  * - `Steer`, `List`, `Get`: the steering bus and the pending set of the session.
  *
- * With `ownerLog: true`, the session's runtime instance logs in the store when it opens, saves and closes the
- * session (`PendingStore.logSession`): with the journal's claims, the store then shows who ran each session, when.
+ * One owner at a time, even when the cluster errs: the session's runtime instance logs in the store when it opens
+ * and closes the session (`PendingStore.logSession`; with `logSaves`, every save too), and a runner opens a session
+ * only once its previous owner closed it or is provably gone (`previousOwnerDone`). The cluster moves a shard only
+ * after its runner stopped its entities, but a runner whose shard lock was lost (its lock connection dropped, a lock
+ * query timed out) or whose entity was still opening can be a moment late: the next owner waits for it.
  *
  * @example
  * ```ts
@@ -22,7 +25,7 @@
  * import { SessionEntity } from "effect-resolve/cluster"
  *
  * // Registers the entity with the runner's Sharding; needs the SessionAgent and the PendingStore.
- * const Behaviour: Layer.Layer<never, never, any> = SessionEntity.layer({ ownerLog: true })
+ * const Behaviour: Layer.Layer<never, never, any> = SessionEntity.layer({ logSaves: true })
  * ```
  *
  * @since 0.3.0
@@ -32,15 +35,19 @@ import * as Entity from "@effect/cluster/Entity"
 import type { Sharding } from "@effect/cluster/Sharding"
 import * as Clock from "effect/Clock"
 import * as Context from "effect/Context"
-import type * as Duration from "effect/Duration"
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
+import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import { TurnDriver } from "../agent/TurnDriver.js"
+import type { PendingStoreError } from "../domain/Errors.js"
 import * as ToolResult from "../domain/ToolResult.js"
 import * as ResolveRuntime from "../layers/ResolveRuntime.js"
+import { localVerdict } from "../services/internal/runtimeInstance.js"
 import { type PendingActionInfo, PendingActions } from "../services/PendingActions.js"
 import { PendingStore } from "../services/PendingStore.js"
 import { SteeringBus } from "../services/SteeringBus.js"
@@ -57,12 +64,14 @@ import { type DecisionKind, type DecisionReply, Session, type SessionAction } fr
  */
 export interface Options {
   /**
-   * Log each session's owner in the store when it opens, saves (every turn) and closes the session
-   * (`PendingStore.logSession`; one more insert per turn, never pruned). Default `false`.
+   * Log every save of a session's state too (one more insert per turn, never pruned), not only when a runner opens
+   * and closes it: with the journal's claims, the store then shows who ran each turn, when. Default `false`.
    */
-  readonly ownerLog?: boolean | undefined
+  readonly logSaves?: boolean | undefined
   /** Close a session that received no message for this long (default: `ShardingConfig.entityMaxIdleTime`). */
   readonly maxIdleTime?: Duration.DurationInput | undefined
+  /** How often an opening session checks whether its previous owner is gone (default 100 milliseconds). */
+  readonly handoffPoll?: Duration.DurationInput | undefined
 }
 
 /**
@@ -156,13 +165,17 @@ export const toSessionAction = (info: PendingActionInfo): SessionAction => ({
 
 /**
  * The store a session's runtime uses, logging its owner: the session's runtime instance is learned from its first
- * heartbeat (the first thing a durable session does when it opens), and each open, save and close of the session is
- * logged before it happens.
+ * heartbeat (the first thing a durable session does when it opens); its open and close are logged, and with
+ * `saves`, each save of its state, each before it happens.
  *
  * @since 0.3.0
  * @category constructors
  */
-export const withOwnerLog = (store: PendingStore.Service, session: string): PendingStore.Service => {
+export const withOwnerLog = (
+  store: PendingStore.Service,
+  session: string,
+  options: { readonly saves: boolean }
+): PendingStore.Service => {
   let owner: string | undefined
   const log = (instance: string, event: PendingStore.SessionLogEntry["event"]) =>
     Effect.flatMap(Clock.currentTimeMillis, (at) => store.logSession({ session, owner: instance, event, at }))
@@ -174,7 +187,7 @@ export const withOwnerLog = (store: PendingStore.Service, session: string): Pend
       return Effect.zipRight(log(input.instance, "open"), store.heartbeat(input))
     },
     saveSession: (id, state) =>
-      owner === undefined || id !== session ?
+      !options.saves || owner === undefined || id !== session ?
         store.saveSession(id, state) :
         Effect.zipRight(log(owner, "save"), store.saveSession(id, state)),
     release: (instance) =>
@@ -182,10 +195,49 @@ export const withOwnerLog = (store: PendingStore.Service, session: string): Pend
   })
 }
 
+/**
+ * Whether the runtime instance that last opened `session` is done with it: the owner log's last entry is a close,
+ * or that instance is provably gone (its process died on this host, or its lease in the store lapsed or was
+ * released). The next owner waits for this before it opens the session, so two runners never run it at once, even
+ * when the cluster moved the session before the previous runner stopped it (its shard lock was lost, or the session
+ * was still opening there).
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const previousOwnerDone = (
+  store: PendingStore.Service,
+  session: string
+): Effect.Effect<Option.Option<string>, PendingStoreError> =>
+  Effect.gen(function*() {
+    const [last] = yield* store.sessionLog(session, { last: 1 })
+    if (last === undefined || last.event === "close") return Option.none()
+    const verdict = localVerdict(last.owner)
+    if (verdict === "gone") return Option.none()
+    if (verdict === "unknown") {
+      const until = (yield* store.leases([last.owner])).get(last.owner)
+      if (until === undefined || until <= (yield* Clock.currentTimeMillis)) return Option.none()
+    }
+    return Option.some(last.owner)
+  })
+
 const targetOf = (decision: DecisionKind) => decision === "discard" ? "discarded" : "applied"
 
+/** A session opened on this runner: its services, and what its handlers need. */
+interface Opened {
+  readonly context: Context.Context<never>
+  readonly driver: TurnDriver.Service
+  readonly pending: PendingActions.Service
+  readonly queue: ToolChoiceQueue.Service
+  readonly bus: SteeringBus.Service
+}
+
 /**
- * Builds the handlers of one session on this runner: opens its durable session in the entity's scope.
+ * Builds the handlers of one session on this runner. The durable session opens with the first message, inside its
+ * handler, not while the entity is built: the cluster stops a shard's entities (and waits for them) before it lets
+ * another runner take the shard, but an entity still being built is not among them yet, and opening a session can take
+ * a while (recovering what a dead runner left, waiting for its file locks). Opened by a message, it is always waited
+ * for.
  *
  * @since 0.3.0
  * @category constructors
@@ -197,7 +249,23 @@ export const make = (options: Options = {}) =>
     const agent = yield* SessionAgent
     const baseStore = yield* PendingStore
     const scope = yield* Scope.Scope
-    const store = options.ownerLog === true ? withOwnerLog(baseStore, session) : baseStore
+    const store = withOwnerLog(baseStore, session, { saves: options.logSaves === true })
+    const poll = options.handoffPoll ?? Duration.millis(100)
+    /** Waits until the previous owner is done with the session (see `previousOwnerDone`). */
+    const handoff = Effect.gen(function*() {
+      let waited = false
+      for (;;) {
+        const previous = yield* previousOwnerDone(baseStore, session)
+        if (Option.isNone(previous)) return
+        if (!waited) {
+          waited = true
+          yield* Effect.logInfo(
+            `effect-resolve: session ${session} waits for its previous owner ${previous.value} to close it`
+          )
+        }
+        yield* Effect.sleep(poll)
+      }
+    })
     const system = agent.system(session)
     const durable = ResolveRuntime.durable({
       session,
@@ -209,48 +277,65 @@ export const make = (options: Options = {}) =>
     const sessionLayer = Layer.provideMerge(
       TurnDriver.layerOn(Option.match(system, { onNone: () => ({}), onSome: (text) => ({ system: text }) })),
       durable
-    )
-    const built = yield* (Layer.buildWithScope(sessionLayer, scope) as Effect.Effect<
-      Context.Context<TurnDriver | ResolveRuntime.Services | PendingStore>,
-      unknown
-    >).pipe(
-      Effect.provide(agent.context),
-      Effect.orDie
-    )
-    const context = Context.merge(agent.context, built)
-    const driver = Context.get(built, TurnDriver)
-    const pending = Context.get(built, PendingActions)
-    const queue = Context.get(built, ToolChoiceQueue)
-    const bus = Context.get(built, SteeringBus)
+    ) as Layer.Layer<TurnDriver | ResolveRuntime.Services | PendingStore, PendingStoreError>
+    // Forked now, before the entity's RPC server exists: the entity's scope closes it after the server stopped the
+    // handlers (finalizers run in reverse order), so a session never closes under a run still ending its turn.
+    const sessions = yield* Scope.fork(scope, ExecutionStrategy.sequential)
+    const opening = yield* Effect.makeSemaphore(1)
+    let opened: Opened | undefined
+    /** Opens the session once, in the entity's scope; a failed open leaves nothing behind, the next message retries. */
+    const open: Effect.Effect<Opened, PendingStoreError> = opening.withPermits(1)(Effect.suspend(() => {
+      if (opened !== undefined) return Effect.succeed(opened)
+      return Effect.gen(function*() {
+        yield* handoff
+        const child = yield* Scope.fork(sessions, ExecutionStrategy.sequential)
+        const built = yield* Layer.buildWithScope(sessionLayer, child).pipe(
+          Effect.provide(agent.context),
+          Effect.onError((cause) => Scope.close(child, Exit.failCause(cause)))
+        )
+        opened = {
+          context: Context.merge(agent.context, built) as Context.Context<never>,
+          driver: Context.get(built, TurnDriver),
+          pending: Context.get(built, PendingActions),
+          queue: Context.get(built, ToolChoiceQueue),
+          bus: Context.get(built, SteeringBus)
+        }
+        return opened
+      })
+    }))
     const runs = yield* Effect.makeSemaphore(1)
     const runOptions = {
       ...Option.match(agent.toolkit, { onNone: () => ({}), onSome: (toolkit) => ({ toolkit }) }),
       ...Option.match(agent.maxTurns, { onNone: () => ({}), onSome: (maxTurns) => ({ maxTurns }) }),
       ...Option.match(agent.retry, { onNone: () => ({}), onSome: (retry) => ({ retry }) })
     }
-    const open = Effect.map(pending.listOpen, (infos) => infos.map(toSessionAction))
+    const openActions = (s: Opened) => Effect.map(s.pending.listOpen, (infos) => infos.map(toSessionAction))
 
     /** Whether nothing is left to do: no directive served or queued (a pending preview queues one). */
-    const idle = Effect.map(
-      Effect.zip(queue.hasInFlight, queue.inspect),
-      ([inFlight, queued]) => !inFlight && queued.length === 0
-    )
+    const idle = (s: Opened) =>
+      Effect.map(Effect.zip(s.queue.hasInFlight, s.queue.inspect), ([inFlight, queued]) =>
+        !inFlight && queued.length === 0)
 
-    const run = Effect.fn("SessionEntity.run")(function*(payload: { readonly runId: string; readonly prompt: string }) {
-      const history = yield* driver.history
-      const resumed = history.content.some((message) => runIdOf(message) === payload.runId)
+    const run = Effect.fn("SessionEntity.run")(function*(
+      s: Opened,
+      payload: { readonly runId: string; readonly prompt: string }
+    ) {
+      const history = yield* s.driver.history
+      const resumed = history.content.some((message) =>
+        runIdOf(message) === payload.runId
+      )
       if (resumed) {
         // The run started before (on a runner that died, or an earlier activation); a saved turn holds its prompt.
         const answer = finalAnswer(history)
-        if (Option.isSome(answer) && (yield* idle)) {
-          return { text: answer.value, turns: 0, resumed, open: yield* open }
+        if (Option.isSome(answer) && (yield* idle(s))) {
+          return { text: answer.value, turns: 0, resumed, open: yield* openActions(s) }
         }
       }
-      const result = yield* driver.run(resumed ? Prompt.empty : runPrompt(payload.runId, payload.prompt), runOptions)
-      return { text: result.text, turns: result.turns.length, resumed, open: yield* open }
+      const result = yield* s.driver.run(resumed ? Prompt.empty : runPrompt(payload.runId, payload.prompt), runOptions)
+      return { text: result.text, turns: result.turns.length, resumed, open: yield* openActions(s) }
     })
 
-    const decide = Effect.fn("SessionEntity.decide")(function*(payload: {
+    const decide = Effect.fn("SessionEntity.decide")(function*(s: Opened, payload: {
       readonly id: string
       readonly decision: DecisionKind
       readonly reason: string
@@ -270,7 +355,7 @@ export const make = (options: Options = {}) =>
         // Already in the state this decision asks for: a redelivered decision, or the same one made first by the
         // model or another person. Its recorded outcome is the answer.
         if (error._tag === "PendingActionNotPending" && error.status === target) {
-          const info = yield* pending.get(payload.id)
+          const info = yield* s.pending.get(payload.id)
           return {
             id: payload.id,
             status: target,
@@ -280,8 +365,8 @@ export const make = (options: Options = {}) =>
         }
         return yield* Effect.fail(error)
       }
-      const info = yield* pending.get(payload.id)
-      yield* bus.steer({
+      const info = yield* s.pending.get(payload.id)
+      yield* s.bus.steer({
         customType: decisionType,
         content: decisionText(payload, {
           id: payload.id,
@@ -298,21 +383,24 @@ export const make = (options: Options = {}) =>
     })
 
     return Session.of({
-      Run: ({ payload }) => runs.withPermits(1)(run(payload)).pipe(Effect.provide(context)),
+      Run: ({ payload }) =>
+        Effect.flatMap(open, (s) => runs.withPermits(1)(run(s, payload)).pipe(Effect.provide(s.context))),
       Steer: ({ payload }) =>
-        Effect.asVoid(
-          bus.steer({ customType: steerType, content: payload.text, details: { steerId: payload.steerId } })
-        ),
-      Decide: ({ payload }) => decide(payload).pipe(Effect.provide(context)),
+        Effect.flatMap(open, (s) =>
+          s.bus.steer({ customType: steerType, content: payload.text, details: { steerId: payload.steerId } })).pipe(
+            Effect.asVoid,
+            Effect.orDie
+          ),
+      Decide: ({ payload }) =>
+        Effect.flatMap(open, (s) => decide(s, payload).pipe(Effect.provide(s.context))),
       List: ({ payload }) =>
-        Effect.map(
-          pending.listPage({
+        Effect.flatMap(open, (s) =>
+          s.pending.listPage({
             limit: payload.limit ?? 100,
             ...(payload.cursor === undefined ? {} : { cursor: payload.cursor })
-          }),
-          (page) => ({ items: page.items.map(toSessionAction), next: page.next })
-        ),
-      Get: ({ payload }) => Effect.map(pending.get(payload.id), Option.map(toSessionAction))
+          })).pipe(Effect.map((page) => ({ items: page.items.map(toSessionAction), next: page.next }))),
+      Get: ({ payload }) =>
+        Effect.flatMap(open, (s) => s.pending.get(payload.id)).pipe(Effect.map(Option.map(toSessionAction)))
     })
   })
 

@@ -169,8 +169,8 @@ export declare namespace PendingStore {
   /**
    * One entry of a session's owner log: the runtime instance `owner` opened the session (`open`), saved its state
    * (`save`) or closed it (`close`), at `at` (epoch milliseconds, from `Clock`). A cluster runner keeps this log
-   * (`effect-resolve/cluster`, `ownerLog: true`), so that who ran a session's loop, and when, can be read from the
-   * store: with the journal's claims, it shows that no two runners ever ran one session at once.
+   * (`effect-resolve/cluster`: each open and close, and with `logSaves` each save): the next runner opens a session
+   * once its last owner closed it or is gone, and with the journal's claims the store shows who ran each session, when.
    *
    * @since 0.3.0
    * @category models
@@ -275,12 +275,14 @@ export declare namespace PendingStore {
      */
     readonly logSession: (entry: PendingStore.SessionLogEntry) => Effect.Effect<void, PendingStoreError>
     /**
-     * The session's owner log, in the order it was appended.
+     * The session's owner log, in the order it was appended; with `last`, only its last `last` entries (a cluster
+     * runner reads the last one before it opens the session).
      *
      * @since 0.3.0
      */
     readonly sessionLog: (
-      session: string
+      session: string,
+      options?: { readonly last?: number | undefined }
     ) => Effect.Effect<ReadonlyArray<PendingStore.SessionLogEntry>, PendingStoreError>
   }
 }
@@ -633,7 +635,15 @@ export const makeMemory = (): PendingStore.Service => {
         else log.push(stored)
         return Effect.void
       }),
-    sessionLog: (session) => Effect.sync(() => sessionLogs.get(session)?.slice() ?? [])
+    sessionLog: (session, options) =>
+      Effect.suspend(() => {
+        const last = options?.last
+        if (last !== undefined && !(Number.isSafeInteger(last) && last >= 1)) {
+          return Effect.fail(invalidInput("sessionLog", "last must be a whole number, 1 or more"))
+        }
+        const log = sessionLogs.get(session) ?? []
+        return Effect.succeed(last === undefined ? log.slice() : log.slice(-last))
+      })
   })
 }
 

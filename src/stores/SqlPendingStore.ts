@@ -802,18 +802,28 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
             VALUES (${entry.session}, ${entry.owner}, ${entry.event}, ${entry.at})`
           return Effect.asVoid(write("logSession", statement.withoutTransform))
         }),
-      sessionLog: (session) => {
-        const statement = sql<LogRow>`SELECT session, owner, event, at FROM effect_resolve_session_log
-          WHERE session = ${session} ORDER BY seq`
+      sessionLog: (session, options) => {
+        const last = options?.last
+        if (last !== undefined && !(Number.isSafeInteger(last) && last >= 1)) {
+          return Effect.fail(invalidInput("sessionLog", "last must be a whole number, 1 or more"))
+        }
+        // The last entries: read newest first through the index, then put back in order.
+        const statement = last === undefined ?
+          sql<LogRow>`SELECT session, owner, event, at FROM effect_resolve_session_log
+            WHERE session = ${session} ORDER BY seq` :
+          sql<LogRow>`SELECT session, owner, event, at FROM effect_resolve_session_log
+            WHERE session = ${session} ORDER BY seq DESC LIMIT ${last}`
         return Effect.map(
           run("sessionLog", statement.withoutTransform),
-          (rows) =>
-            rows.map((row): PendingStore.SessionLogEntry => ({
+          (rows) => {
+            const entries = rows.map((row): PendingStore.SessionLogEntry => ({
               session: String(row.session),
               owner: String(row.owner),
               event: row.event as PendingStore.SessionLogEntry["event"],
               at: seqOf(row.at)
             }))
+            return last === undefined ? entries : entries.reverse()
+          }
         )
       }
     })

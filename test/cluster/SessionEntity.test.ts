@@ -61,7 +61,7 @@ const setup = (steps: ReadonlyArray<Step>) => {
 /** A fresh activation of the entity (a "runner"): its client, and the scope that stops it. */
 const activate = Effect.gen(function*() {
   const scope = yield* Scope.make()
-  const makeClient = yield* Entity.makeTestClient(SessionProtocol.Session, SessionEntity.layer({ ownerLog: true }))
+  const makeClient = yield* Entity.makeTestClient(SessionProtocol.Session, SessionEntity.layer({ logSaves: true }))
     .pipe(
       Scope.extend(scope)
     )
@@ -210,6 +210,30 @@ describe("Session entity", () => {
         yield* runner.stop
       }).pipe(Effect.provide(layer))
     }))
+
+  it.live("a second runner given the session while the first still runs it waits until the first closed it", () => {
+    const { layer } = setup([ScriptedModel.hang, "Done."])
+    return Effect.gen(function*() {
+      const first = yield* activate
+      const running = yield* Effect.fork((yield* first.client("s6")).Run({ runId: "run-7", prompt: "Wait." }))
+      yield* requestsReach(1)
+      // The cluster erred: another runner gets a message for the session while the first has not stopped it.
+      const second = yield* activate
+      const reading = yield* Effect.fork((yield* second.client("s6")).Get({ id: "pa_x" }))
+      yield* Effect.sleep("300 millis")
+      assert.isNull(reading.unsafePoll(), "the second runner opened the session while the first ran it")
+      yield* first.stop
+      assert.isTrue(Option.isNone(yield* Fiber.join(reading)))
+      assert.isTrue(Exit.isInterrupted(yield* Fiber.await(running)))
+      const log = yield* Effect.flatMap(PendingStore, (store) => store.sessionLog("s6"))
+      assert.deepStrictEqual(log.map((entry) => entry.event).filter((event) => event !== "save"), [
+        "open",
+        "close",
+        "open"
+      ])
+      yield* second.stop
+    }).pipe(Effect.provide(layer))
+  })
 
   it.live("a steered message goes with the next request", () => {
     const { layer } = setup(["Will do."])

@@ -627,6 +627,9 @@ for (const subject of subjects(tmp.dir, pg)) {
         for (const entry of entries) yield* store.logSession(entry)
         deepStrictEqual(yield* store.sessionLog("s1"), entries.filter((e) => e.session === "s1"))
         deepStrictEqual(yield* store.sessionLog("s2"), [entries[1]])
+        deepStrictEqual(yield* store.sessionLog("s1", { last: 2 }), [entries[3], entries[4]])
+        deepStrictEqual(yield* store.sessionLog("s1", { last: 10 }), entries.filter((e) => e.session === "s1"))
+        strictEqual((yield* storeError(store.sessionLog("s1", { last: 0 }))).operation, "sessionLog")
         const bad: ReadonlyArray<PendingStore.SessionLogEntry> = [
           { session: "s1", owner: "", event: "open", at: T0 },
           { session: "s1", owner: "o", event: "opened" as "open", at: T0 },
