@@ -27,7 +27,8 @@ import * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
-import type * as Option from "effect/Option"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import { randomUUID } from "node:crypto"
 import type { PendingStoreError } from "../domain/Errors.js"
@@ -119,8 +120,8 @@ export declare namespace SessionClient {
       decision: Decision
     ) => Effect.Effect<DecisionReply, DecisionError | SessionUnreachable>
     /**
-     * One page of the session's actions, most recent first. A read is not persisted: one interrupted because the
-     * session moved to another runner is sent again there.
+     * One page of the session's actions, most recent first. A read is not persisted: one cut off because the
+     * session moved or its runner died is sent again (for up to a minute).
      */
     readonly list: (
       session: string,
@@ -181,17 +182,19 @@ const unreachable = (session: string, operation: string) =>
   ) as any
 
 /**
- * A read (`List`, `Get`: not persisted) whose session stopped on its runner while it was being answered (the shard
- * moved, the runner shut down) comes back interrupted: it is sent again, to wherever the session runs now. The
- * caller's own interruption still stops it (the pause is interruptible).
+ * A read (`List`, `Get`: not persisted) is not retried by the cluster: one whose session stopped on its runner while
+ * it was being answered (the shard moved) comes back interrupted, and one whose runner died under it comes back as
+ * a defect (the socket broke). A read changes nothing, so it is sent again, to wherever the session runs now, for up
+ * to a minute; a typed failure is passed on at once, and the caller's own interruption still stops it.
  */
-const retryWhenMoved = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
-  Effect.catchAllCause(
-    effect,
-    (cause) =>
-      Cause.isInterruptedOnly(cause) ?
-        Effect.zipRight(Effect.sleep(Duration.millis(100)), Effect.suspend(() => retryWhenMoved(effect))) :
-        Effect.failCause(cause)
+const retryReads = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+  effect.pipe(
+    Effect.sandbox,
+    Effect.retry({
+      while: (cause: Cause.Cause<E>) => Option.isNone(Cause.failureOption(cause)),
+      schedule: Schedule.spaced(Duration.millis(200)).pipe(Schedule.upTo(Duration.minutes(1)))
+    }),
+    Effect.unsandbox
   )
 
 /**
@@ -223,7 +226,7 @@ export const make: Effect.Effect<SessionClient.Service, never, Sharding> = Effec
         clientFor(session).List({
           ...(options?.limit === undefined ? {} : { limit: options.limit }),
           ...(options?.cursor === undefined ? {} : { cursor: options.cursor })
-        }).pipe(retryWhenMoved, unreachable(session, "list")),
-      get: (session, id) => clientFor(session).Get({ id }).pipe(retryWhenMoved, unreachable(session, "get"))
+        }).pipe(retryReads, unreachable(session, "list")),
+      get: (session, id) => clientFor(session).Get({ id }).pipe(retryReads, unreachable(session, "get"))
     })
 )

@@ -253,12 +253,20 @@ export const make = (options: Options = {}) =>
     const poll = options.handoffPoll ?? Duration.millis(100)
     /** Waits until the previous owner is done with the session (see `previousOwnerDone`). */
     const handoff = Effect.gen(function*() {
-      let waited = false
+      let since: number | undefined
       for (;;) {
         const previous = yield* previousOwnerDone(baseStore, session)
-        if (Option.isNone(previous)) return
-        if (!waited) {
-          waited = true
+        if (Option.isNone(previous)) {
+          if (since !== undefined) {
+            yield* Effect.logInfo(
+              `effect-resolve: session ${session} opens after waiting ${(yield* Clock.currentTimeMillis) - since} ms ` +
+                "for its previous owner"
+            )
+          }
+          return
+        }
+        if (since === undefined) {
+          since = yield* Clock.currentTimeMillis
           yield* Effect.logInfo(
             `effect-resolve: session ${session} waits for its previous owner ${previous.value} to close it`
           )
