@@ -44,9 +44,9 @@ import {
 } from "./SessionProtocol.js"
 
 /**
- * A message could not be handed to the cluster (its storage failed, or the session's mailbox is full). For a `run`,
- * `steer` or `decide`, it may or may not have been stored: send it again with the same `runId` / `steerId` /
- * `decisionId`, and the cluster processes it at most once.
+ * A message could not be handed to the cluster (its storage failed, or the session's mailbox is full). A `run` or
+ * `steer` may or may not have been stored: send it again with the same `runId` / `steerId`, and the cluster
+ * processes it at most once; a `decide` is idempotent.
  *
  * @since 0.3.0
  * @category errors
@@ -65,7 +65,7 @@ export class SessionUnreachable extends Schema.TaggedError<SessionUnreachable>("
    */
   override get message(): string {
     return `Could not send ${this.operation} to session ${JSON.stringify(this.session)}: ${this.reason}. Retry ` +
-      `with the same id (runId, steerId or decisionId): the cluster processes a message at most once.`
+      `(a run or a steer with the same runId or steerId): the cluster processes each at most once.`
   }
 }
 
@@ -85,8 +85,6 @@ export interface Decision {
   readonly by: string
   /** For `amend`: what to apply instead (`extra.amendment` for the action's kind). */
   readonly amendment?: string | undefined
-  /** The message's identity (default: a fresh one): a retry with the same id is processed at most once. */
-  readonly decisionId?: string | undefined
 }
 
 /**
@@ -114,7 +112,11 @@ export declare namespace SessionClient {
       text: string,
       options?: { readonly steerId?: string | undefined }
     ) => Effect.Effect<void, SessionUnreachable>
-    /** A person's decision on one pending action of the session, applied exactly once. */
+    /**
+     * A person's decision on one pending action of the session, applied exactly once. Not persisted: it is sent
+     * again until answered (a runner that died under it, a session that moved), and a decision that already took
+     * effect answers `settledBefore: true`.
+     */
     readonly decide: (
       session: string,
       decision: Decision
@@ -182,12 +184,13 @@ const unreachable = (session: string, operation: string) =>
   ) as any
 
 /**
- * A read (`List`, `Get`: not persisted) is not retried by the cluster: one whose session stopped on its runner while
- * it was being answered (the shard moved) comes back interrupted, and one whose runner died under it comes back as
- * a defect (the socket broke). A read changes nothing, so it is sent again, to wherever the session runs now, for up
- * to a minute; a typed failure is passed on at once, and the caller's own interruption still stops it.
+ * A message that is not persisted (`Decide`, `List`, `Get`: each idempotent) is not retried by the cluster once a
+ * runner took it: one whose session stopped on its runner while it was being answered (the shard moved) comes back
+ * interrupted, one whose runner died under it comes back as a defect (the socket broke). It is sent again, to
+ * wherever the session runs now, for up to a minute; a typed failure is passed on at once, and the caller's own
+ * interruption still stops it.
  */
-const retryReads = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
+const resend = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R> =>
   effect.pipe(
     Effect.sandbox,
     Effect.retry({
@@ -215,18 +218,17 @@ export const make: Effect.Effect<SessionClient.Service, never, Sharding> = Effec
         ),
       decide: (session, decision) =>
         clientFor(session).Decide({
-          decisionId: decision.decisionId ?? randomUUID(),
           id: decision.id,
           decision: decision.decision,
           reason: decision.reason,
           by: decision.by,
           ...(decision.amendment === undefined ? {} : { amendment: decision.amendment })
-        }).pipe(unreachable(session, "decide")),
+        }).pipe(resend, unreachable(session, "decide")),
       list: (session, options) =>
         clientFor(session).List({
           ...(options?.limit === undefined ? {} : { limit: options.limit }),
           ...(options?.cursor === undefined ? {} : { cursor: options.cursor })
-        }).pipe(retryReads, unreachable(session, "list")),
-      get: (session, id) => clientFor(session).Get({ id }).pipe(retryReads, unreachable(session, "get"))
+        }).pipe(resend, unreachable(session, "list")),
+      get: (session, id) => clientFor(session).Get({ id }).pipe(resend, unreachable(session, "get"))
     })
 )

@@ -373,18 +373,16 @@ export const make = (options: Options = {}) =>
         }
         return yield* Effect.fail(error)
       }
-      const info = yield* s.pending.get(payload.id)
+      const details = result.right.details as { readonly label?: unknown } | undefined
+      const label = typeof details?.label === "string" ? details.label : payload.id
       yield* s.bus.steer({
         customType: decisionType,
-        content: decisionText(payload, {
-          id: payload.id,
-          label: Option.match(info, { onNone: () => payload.id, onSome: (i) => i.label })
-        }),
+        content: decisionText(payload, { id: payload.id, label }),
         details: { actionId: payload.id, by: payload.by, decision: payload.decision }
       })
       return {
         id: payload.id,
-        status: Option.match(info, { onNone: () => target, onSome: (i) => i.status }),
+        status: target,
         text: ToolResult.textOf(result.right),
         settledBefore: false
       } satisfies DecisionReply

@@ -1,9 +1,9 @@
 /**
  * The messages of a session on a cluster: the `Session` entity (`@effect/cluster`, id = the session id) and its
- * RPCs, each with a Schema payload, success and error. `Run`, `Steer` and `Decide` are persisted (`SqlMessageStorage`):
- * a message to a session whose runner died is delivered once the session runs elsewhere, and a retry with the same
- * `runId` / `steerId` / `decisionId` is the same message (its primary key), processed at most once. `List` and `Get`
- * only read, and are not persisted.
+ * RPCs, each with a Schema payload, success and error. `Run` and `Steer` are persisted (`SqlMessageStorage`): a
+ * message to a session whose runner died is delivered once the session runs elsewhere, and a retry with the same
+ * `runId` / `steerId` is the same message (its primary key), processed at most once. `Decide`, `List` and `Get` are
+ * idempotent and not persisted: `SessionClient` sends them again until they are answered.
  *
  * The behaviour is `SessionEntity.layer` (on a runner); the typed client is `SessionClient`.
  *
@@ -215,24 +215,24 @@ export const Steer = Rpc.make("Steer", {
 
 /**
  * A person decides one pending action, by id. Applied exactly once whoever else resolves it (the model, another
- * person); the model is told in its next request.
+ * person); the model is told in its next request. Not persisted: a decision is idempotent (the action is claimed
+ * once, and the same decision again answers `settledBefore: true`), so the client sends it again until it is
+ * answered, which costs no message storage.
  *
  * @since 0.3.0
  * @category rpcs
  */
 export const Decide = Rpc.make("Decide", {
   payload: {
-    decisionId: Schema.String,
     id: Schema.String,
     decision: DecisionKind,
     reason: Schema.String,
     by: Schema.String,
     amendment: Schema.optional(Schema.String)
   },
-  primaryKey: ({ decisionId }) => decisionId,
   success: DecisionReply,
   error: DecisionError
-}).annotate(ClusterSchema.Persisted, true)
+})
 
 /**
  * One page of the session's actions (every status), most recent first: at most `limit` (1 to 1 000, default 100)

@@ -171,7 +171,6 @@ describe("Session entity", () => {
         const [action] = page.items
         assert.strictEqual(action?.status, "pending")
         const reply = yield* session.Decide({
-          decisionId: "d-1",
           id: action!.id,
           decision: "apply",
           reason: "Reviewed.",
@@ -189,7 +188,6 @@ describe("Session entity", () => {
         )
         // The same decision again (a redelivery): already so. The opposite one: refused, typed.
         const again = yield* session.Decide({
-          decisionId: "d-2",
           id: action!.id,
           decision: "apply",
           reason: "Reviewed.",
@@ -197,11 +195,11 @@ describe("Session entity", () => {
         })
         assert.deepStrictEqual(again, { id: action!.id, status: "applied", text: "Noted c.", settledBefore: true })
         const refused = yield* Effect.flip(
-          session.Decide({ decisionId: "d-3", id: action!.id, decision: "discard", reason: "No.", by: "bob" })
+          session.Decide({ id: action!.id, decision: "discard", reason: "No.", by: "bob" })
         )
         assert.strictEqual(refused._tag, "PendingActionNotPending")
         const unknown = yield* Effect.flip(
-          session.Decide({ decisionId: "d-4", id: "pa_nope", decision: "apply", reason: "Yes.", by: "bob" })
+          session.Decide({ id: "pa_nope", decision: "apply", reason: "Yes.", by: "bob" })
         )
         assert.strictEqual(unknown._tag, "UnknownPendingAction")
         const got = yield* session.Get({ id: action!.id })
