@@ -54,7 +54,7 @@ const stage = (url: string, count: number) =>
   Effect.forEach(sessionIds, (session) =>
     Effect.scoped(Effect.gen(function*() {
       const context = yield* Layer.build(
-        ResolveRuntime.durable({ session, store: PostgresStore.layer({ url }), kinds: [Note] })
+        ResolveRuntime.layerDurable({ session, kinds: [Note] }).pipe(Layer.provideMerge(PostgresStore.layer({ url })))
       )
       const ids: Array<string> = []
       for (let n = 0; n < count; n++) {
@@ -113,7 +113,7 @@ const plainDurable = (url: string) =>
     const contexts = new Map<string, Context.Context<never>>()
     for (const session of sessionIds) {
       const built = yield* Layer.build(
-        ResolveRuntime.durable({ session, store: PostgresStore.layer({ url }), kinds: [Note] })
+        ResolveRuntime.layerDurable({ session, kinds: [Note] }).pipe(Layer.provideMerge(PostgresStore.layer({ url })))
       )
       contexts.set(session, built as Context.Context<never>)
     }

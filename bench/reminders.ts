@@ -1,5 +1,5 @@
 /**
- * What reminders cost in a long session (README, "Reminders in a long session"): a scripted session of N previews
+ * What reminders cost in a long session (docs/agent-loop.md, "Reminders in a long session"): a scripted session of N previews
  * (100 by default; `PREVIEWS=n`), each a 9-line diff applied at once, through the turn driver. Prints the reminders
  * in the last request's prompt (messages, characters, tokens with `@effect/ai-openai`'s gpt-4o tokenizer, share of
  * the prompt) and the reminder messages sent over the whole session. Not part of `npm run bench` (no timing);
@@ -11,7 +11,7 @@ import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { ScriptedModel, TurnDriver } from "../dist/ai.js"
-import { PendingActions, PendingStoreError, queueResolveHandler, SteeringMessage, ToolResult } from "../dist/index.js"
+import { PendingActions, PendingStoreError, stage, SteeringMessage, ToolResult } from "../dist/index.js"
 
 const previews = Number(process.env.PREVIEWS ?? 100)
 
@@ -39,7 +39,7 @@ const diff = (file: string) =>
 const handlers = Tools.toLayer({
   edit: ({ file }) =>
     Effect.as(
-      queueResolveHandler({
+      stage({
         label: `Edit: ${file}`,
         sourceToolName: "edit",
         apply: () => Effect.succeed(ToolResult.text(`Applied: 1 replacement in ${file}.`))

@@ -1,5 +1,5 @@
 /**
- * Resolve round trip: a producer stages a preview (`queueResolveHandler`: push + reminder), the turn serves the
+ * Resolve round trip: a producer stages a preview (`stage`: push + reminder), the turn serves the
  * forced `resolve`, the model's `resolve` call goes through `ResolveTool.execute` (decode → look up → no-op apply →
  * merge details), the turn ends and the driver drains the steering bus. Also the memory figures.
  */
@@ -9,9 +9,9 @@ import * as Layer from "effect/Layer"
 import * as Runtime from "effect/Runtime"
 import * as Scope from "effect/Scope"
 import {
-  queueResolveHandler,
   ResolveRuntime,
   ResolveTool,
+  stage,
   SteeringBus,
   ToolChoice,
   ToolChoiceQueue,
@@ -33,7 +33,7 @@ export const roundTripProgram = (cycles: number) =>
     const queue = yield* ToolChoiceQueue
     const bus = yield* SteeringBus
     for (let i = 0; i < cycles; i++) {
-      yield* queueResolveHandler(spec)
+      yield* stage(spec)
       yield* bus.drain
       yield* queue.nextToolChoice
       // A fresh object per call, as the model's JSON would be.
@@ -139,7 +139,7 @@ export const retainedPerAction = (count: number, repeats: number) => {
     rt.runSync(Effect.gen(function*() {
       const bus = yield* SteeringBus
       for (let i = 0; i < count; i++) {
-        yield* queueResolveHandler(spec)
+        yield* stage(spec)
         yield* bus.drain
       }
     }))

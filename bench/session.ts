@@ -12,7 +12,7 @@ import * as Layer from "effect/Layer"
 import * as Schema from "effect/Schema"
 import { performance } from "node:perf_hooks"
 import { ScriptedModel, TurnDriver } from "../dist/ai.js"
-import { PendingActions, PendingStoreError, queueResolveHandler, ResolveConfig, ToolResult } from "../dist/index.js"
+import { PendingActions, PendingStoreError, ResolveConfig, stage, ToolResult } from "../dist/index.js"
 import { median, type Row } from "./harness.js"
 
 const Stage = Tool.make("stage", {
@@ -30,7 +30,7 @@ const toolLayer = (applied: Array<number>) =>
   Tools.toLayer({
     stage: ({ n }) =>
       Effect.as(
-        queueResolveHandler({
+        stage({
           label: `Change ${n}`,
           sourceToolName: "stage",
           apply: () => Effect.sync(() => (applied.push(n), ToolResult.text(`Applied change ${n}.`)))

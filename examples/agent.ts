@@ -9,14 +9,7 @@ import type { AiError } from "@effect/ai"
 import { Tool, Toolkit } from "@effect/ai"
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer, Option, Ref, Schema } from "effect"
-import {
-  PendingAction,
-  PendingActions,
-  PendingStoreError,
-  queueResolveHandler,
-  ResolveConfig,
-  ToolResult
-} from "effect-resolve"
+import { PendingActions, PendingStoreError, Preview, ResolveConfig, stage, ToolResult } from "effect-resolve"
 import {
   type ResolveMetrics,
   ScriptedModel,
@@ -55,7 +48,7 @@ const handlers = (disk: Ref.Ref<Record<string, string>>, failOnce: Ref.Ref<Reado
     edit: ({ content, file }) =>
       Effect.gen(function*() {
         const before = (yield* Ref.get(disk))[file] ?? ""
-        yield* queueResolveHandler({
+        yield* stage({
           label: `Edit: 1 file (${file})`,
           sourceToolName: "edit",
           apply: () =>
@@ -67,7 +60,7 @@ const handlers = (disk: Ref.Ref<Record<string, string>>, failOnce: Ref.Ref<Reado
               if (failing) {
                 return yield* Effect.fail(new Error(`(simulated) ENOSPC: no space left on device, write '${file}'`))
               }
-              yield* PendingAction.commit(Ref.update(disk, (files) => ({ ...files, [file]: content })))
+              yield* Preview.commit(Ref.update(disk, (files) => ({ ...files, [file]: content })))
               return ToolResult.text(`Wrote ${file}.`)
             })
         })

@@ -5,15 +5,7 @@
  */
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Option, Ref } from "effect"
-import {
-  PendingAction,
-  queueResolveHandler,
-  ResolveRuntime,
-  ResolveTool,
-  SteeringBus,
-  ToolChoiceQueue,
-  ToolResult
-} from "effect-resolve"
+import { Preview, ResolveRuntime, ResolveTool, stage, SteeringBus, ToolChoiceQueue, ToolResult } from "effect-resolve"
 import { fileURLToPath } from "node:url"
 
 const banner = `${"=".repeat(100)}
@@ -61,11 +53,11 @@ export const coreWalkthrough = Effect.gen(function*() {
 
   yield* Console.log(banner)
   yield* step("1. A tool stages an edit instead of writing it")
-  const first = yield* queueResolveHandler({
+  const first = yield* stage({
     label: "Edit: 1 replacement in 1 file",
     sourceToolName: "edit",
     apply: (reason) =>
-      PendingAction.commit(Ref.set(file, proposed)).pipe(
+      Preview.commit(Ref.set(file, proposed)).pipe(
         Effect.as(ToolResult.text(`Applied the edit (${reason}).`, { files: 1 }))
       )
   })
@@ -77,7 +69,7 @@ export const coreWalkthrough = Effect.gen(function*() {
 
   yield* step("3. An apply that fails keeps the preview pending")
   const attempts = yield* Ref.make(0)
-  const flaky = yield* queueResolveHandler({
+  const flaky = yield* stage({
     label: "Migration: 1 table",
     sourceToolName: "migrate",
     apply: () =>
@@ -93,7 +85,7 @@ export const coreWalkthrough = Effect.gen(function*() {
   yield* Console.log(`   status: ${yield* flaky.status}`)
 
   yield* step("4. A preview the model discards")
-  const unwanted = yield* queueResolveHandler({
+  const unwanted = yield* stage({
     label: "Edit: 12 replacements in 4 files",
     sourceToolName: "edit",
     apply: () => Effect.die("never applied")

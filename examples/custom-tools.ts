@@ -12,7 +12,7 @@ const deploy = CustomTools.make({
   parameters: Schema.Struct({ service: Schema.String, replicas: Schema.optional(Schema.Int) }),
   // `params` is typed by the Schema: { readonly service: string; readonly replicas?: number }
   execute: async ({ replicas = 1, service }, api) => {
-    await api.pushPendingAction({
+    await api.stage({
       label: `Deploy: ${service} ×${replicas}`,
       apply: async (reason) => {
         if (service === "prod") throw toolError("prod is frozen until Monday.") // reaches the model as is

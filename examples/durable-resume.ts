@@ -3,7 +3,7 @@
 // and applies it; the third finds nothing pending and removes the files the example made.
 //
 //   npx tsx examples/durable-resume.ts [directory]     (default: effect-resolve-durable-resume in the temp directory)
-import { Effect, Schema } from "effect"
+import { Effect, Layer, Schema } from "effect"
 import { ActionKind, PendingActions, ResolveRuntime, ResolveTool, stageKind, ToolResult } from "effect-resolve"
 import { SqliteStore } from "effect-resolve/sqlite"
 import { appendFileSync, existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync, rmSync } from "node:fs"
@@ -33,11 +33,9 @@ const AppendNote = ActionKind.make({
 })
 
 // The session "notes" on a SQLite file: every process that opens it sees the same actions.
-const session = ResolveRuntime.durable({
-  session: "notes",
-  store: SqliteStore.layer({ filename: join(dir, "pending.db") }),
-  kinds: [AppendNote]
-})
+const session = ResolveRuntime.layerDurable({ session: "notes", kinds: [AppendNote] }).pipe(
+  Layer.provideMerge(SqliteStore.layer({ filename: join(dir, "pending.db") }))
+)
 
 const program = Effect.gen(function*() {
   const actions = yield* (yield* PendingActions).list

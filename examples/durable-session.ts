@@ -33,11 +33,9 @@ const AppendNote = ActionKind.make({
 })
 
 // One process: a session named "notes" on the SQLite file, with the kinds it can run.
-const session = ResolveRuntime.durable({
-  session: "notes",
-  store: SqliteStore.layer({ filename: join(dir, "pending.db") }),
-  kinds: [AppendNote]
-})
+const session = ResolveRuntime.layerDurable({ session: "notes", kinds: [AppendNote] }).pipe(
+  Layer.provideMerge(SqliteStore.layer({ filename: join(dir, "pending.db") }))
+)
 
 const inProcess = <A, E>(effect: Effect.Effect<A, E, Layer.Layer.Success<typeof session>>) =>
   Effect.gen(function*() {

@@ -1,9 +1,9 @@
 // The pending set: several previews at once, listed by id, resolved in any order; an app can watch every change.
 import { Chunk, Effect, Fiber, Stream } from "effect"
-import { PendingActions, queueResolveHandler, ResolveRuntime, ResolveTool, ToolResult } from "effect-resolve"
+import { PendingActions, ResolveRuntime, ResolveTool, stage, ToolResult } from "effect-resolve"
 
-const stage = (file: string) =>
-  queueResolveHandler({
+const stageEdit = (file: string) =>
+  stage({
     label: `Edit: ${file}`,
     sourceToolName: "edit",
     preview: `the diff of ${file}`,
@@ -17,9 +17,9 @@ const program = Effect.gen(function*() {
   const changes = yield* pending.subscribe
   const ui = yield* Effect.fork(Stream.runCollect(Stream.take(changes, 7)))
 
-  const a = yield* stage("a.ts")
-  yield* stage("b.ts")
-  yield* stage("c.ts")
+  const a = yield* stageEdit("a.ts")
+  yield* stageEdit("b.ts")
+  yield* stageEdit("c.ts")
   console.log("pending:", (yield* pending.list).map((action) => action.label).join(", "))
 
   // The model names the preview it wants first (each preview tells it the id); without an id, the most recent.

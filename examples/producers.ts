@@ -122,13 +122,13 @@ const planWalkthrough = Effect.gen(function*() {
 })
 
 const customToolWalkthrough = Effect.gen(function*() {
-  yield* step("5. A custom tool written with Promises stages an action through api.pushPendingAction")
+  yield* step("5. A custom tool written with Promises stages an action through api.stage")
   const [deploy] = yield* CustomTools.registerCustomTools([{
     name: "deploy",
     description: "Deploy a service, as a preview.",
     parameters: { type: "object", properties: { service: { type: "string" } }, required: ["service"] },
     execute: async (params: { service: string }, api) => {
-      await api.pushPendingAction({
+      await api.stage({
         label: `Deploy: ${params.service}`,
         sourceToolName: "deploy",
         apply: async (reason) => `Deployed ${params.service} (${reason}).`

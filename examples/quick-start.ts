@@ -2,11 +2,11 @@
 // preview is applied exactly once.
 import { Effect, Option } from "effect"
 import {
-  PendingAction,
   PendingActions,
-  queueResolveHandler,
+  Preview,
   ResolveRuntime,
   ResolveTool,
+  stage,
   SteeringBus,
   ToolChoiceQueue,
   ToolResult
@@ -18,12 +18,12 @@ const session = Effect.gen(function*() {
   let file = "export const greet = 'hello'"
 
   // 1. A tool stages its work instead of doing it. `commit` marks the irreversible part of apply.
-  const preview = yield* queueResolveHandler({
+  const preview = yield* stage({
     label: "Edit: 1 replacement in 1 file",
     sourceToolName: "edit",
     preview: "- export const greet = 'hello'\n+ export const greet = 'hello, world'",
     apply: (reason) =>
-      PendingAction.commit(Effect.sync(() => {
+      Preview.commit(Effect.sync(() => {
         file = "export const greet = 'hello, world'"
         return ToolResult.text(`Wrote greet.ts (${reason})`)
       }))

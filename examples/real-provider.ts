@@ -8,7 +8,7 @@ import { AnthropicClient, AnthropicLanguageModel } from "@effect/ai-anthropic"
 import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
 import { FetchHttpClient } from "@effect/platform"
 import { Config, Effect, Layer, Schema } from "effect"
-import { PendingActions, PendingStoreError, queueResolveHandler, ResolveConfig, ToolResult } from "effect-resolve"
+import { PendingActions, PendingStoreError, ResolveConfig, stage, ToolResult } from "effect-resolve"
 import { ProviderToolChoice, TurnDriver } from "effect-resolve/ai"
 
 // OpenAI: strict function calling is the client's default; every schema effect-resolve sends is strict.
@@ -53,7 +53,7 @@ const Tools = Toolkit.make(Edit)
 const Handlers = Tools.toLayer({
   edit: ({ content, file }) =>
     Effect.map(
-      queueResolveHandler({
+      stage({
         label: `Edit: ${file}`,
         sourceToolName: "edit",
         preview: `${file} would become ${JSON.stringify(content)}`,

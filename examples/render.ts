@@ -1,12 +1,12 @@
 // Rendering resolve calls in a terminal: one block merging the call and its result, wrapped to the width.
 import { Effect, Exit } from "effect"
-import { queueResolveHandler, ResolveRuntime, ResolveTool, ToolResult } from "effect-resolve"
+import { ResolveRuntime, ResolveTool, stage, ToolResult } from "effect-resolve"
 import { Renderer, renderResolve } from "effect-resolve/render"
 
 const program = Effect.gen(function*() {
   const options = { width: 60, color: false } // color defaults to on, and to off when NO_COLOR is set
 
-  yield* queueResolveHandler({
+  yield* stage({
     label: "Edit: 2 replacements in 1 file",
     sourceToolName: "edit",
     apply: () => Effect.succeed(ToolResult.text("Applied Edit: 2 replacements in 1 file. Wrote src/greet.ts (2)."))
@@ -17,7 +17,7 @@ const program = Effect.gen(function*() {
   } as const
   for (const line of renderResolve(apply, yield* Effect.exit(ResolveTool.execute(apply)), options)) console.log(line)
 
-  yield* queueResolveHandler({
+  yield* stage({
     label: "Migration: 1 table",
     sourceToolName: "migrate",
     apply: () => Effect.fail(new Error("database is locked"))

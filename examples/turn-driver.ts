@@ -2,7 +2,7 @@
 // (swap in a real provider layer: see examples/real-provider.ts).
 import { Tool, Toolkit } from "@effect/ai"
 import { Effect, Layer, Schema } from "effect"
-import { PendingActions, PendingStoreError, queueResolveHandler, ResolveConfig, ToolResult } from "effect-resolve"
+import { PendingActions, PendingStoreError, ResolveConfig, stage, ToolResult } from "effect-resolve"
 import { ScriptedModel, TurnDriver } from "effect-resolve/ai"
 
 const files = new Map<string, string>()
@@ -18,7 +18,7 @@ const Tools = Toolkit.make(Edit)
 const Handlers = Tools.toLayer({
   edit: ({ content, file }) =>
     Effect.map(
-      queueResolveHandler({
+      stage({
         label: `Edit: ${file}`,
         sourceToolName: "edit",
         preview: `${file} would become: ${content}`,

@@ -1,5 +1,5 @@
 /**
- * Custom tools for authors who write Promises: `pushPendingAction` and `registerCustomTools`, with parameters as
+ * Custom tools for authors who write Promises: `CustomTools.stage` and `registerCustomTools`, with parameters as
  * JSON Schema or an Effect Schema.
  *
  * @since 0.2.0

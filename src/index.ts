@@ -37,9 +37,16 @@ export { StandingResolveHandler } from "./services/StandingResolveHandler.js"
 export * from "./services/ResolveConfig.js"
 
 /** @since 0.1.0 */
+export * as Preview from "./services/Preview.js"
+/**
+ * @deprecated Renamed `Preview` in 0.3.0; this alias goes in 0.4.0.
+ * @since 0.1.0
+ */
 export * as PendingAction from "./services/PendingAction.js"
 /** @since 0.1.0 */
-export type { PendingActionHandle, PendingActionSpec, PendingStatus } from "./services/PendingAction.js"
+export type { PendingActionHandle, PendingActionSpec } from "./services/PendingAction.js"
+/** @since 0.1.0 */
+export type { PendingStatus } from "./services/Preview.js"
 /** @since 0.2.0 */
 export {
   type DurableOptions,
@@ -47,6 +54,7 @@ export {
   PendingActions,
   queueResolveHandler,
   type Retention,
+  stage,
   type StageInfo,
   stageKind,
   track

@@ -71,10 +71,10 @@ export const toFailure = (error: unknown): ResolveFailure => {
 /**
  * The `resolve` tool: failures are returned to the model (`failureMode: "return"`).
  *
- * @since 0.1.0
+ * @since 0.3.0
  * @category tools
  */
-export const ResolveAiTool = Tool.make("resolve", {
+export const tool = Tool.make("resolve", {
   description: ResolveTool.description,
   success: ToolResult,
   failure: ResolveFailure,
@@ -85,10 +85,24 @@ export const ResolveAiTool = Tool.make("resolve", {
 /**
  * A toolkit holding only `resolve`; merge it with the app's toolkit (`Toolkit.merge`).
  *
+ * @since 0.3.0
+ * @category tools
+ */
+export const toolkit = Toolkit.make(tool)
+
+/**
+ * @deprecated Renamed `tool` in 0.3.0 (`AiResolveTool.tool`); this alias goes in 0.4.0.
  * @since 0.1.0
  * @category tools
  */
-export const ResolveToolkit = Toolkit.make(ResolveAiTool)
+export const ResolveAiTool = tool
+
+/**
+ * @deprecated Renamed `toolkit` in 0.3.0 (`AiResolveTool.toolkit`); this alias goes in 0.4.0.
+ * @since 0.1.0
+ * @category tools
+ */
+export const ResolveToolkit = toolkit
 
 /**
  * Runs one `resolve` call from raw model input: the result, or the failure the model reads.
@@ -101,9 +115,9 @@ export const handle = (
 ): Effect.Effect<ToolResult, ResolveFailure, ResolveServices> => Effect.mapError(ResolveTool.execute(params), toFailure)
 
 /**
- * The handler layer of `ResolveToolkit`; the handler runs the `resolve` program.
+ * The handler layer of `toolkit`; the handler runs the `resolve` program.
  *
  * @since 0.1.0
  * @category layers
  */
-export const layer: Layer.Layer<Tool.Handler<"resolve">> = ResolveToolkit.toLayer({ resolve: handle })
+export const layer: Layer.Layer<Tool.Handler<"resolve">> = toolkit.toLayer({ resolve: handle })

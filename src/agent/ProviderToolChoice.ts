@@ -21,6 +21,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { ToolChoice } from "../domain/ToolChoice.js"
+import { defaultInlineLimits, definitionOf, inlineDefinitions } from "../internal/strictSchema.js"
 import type { ModelCapabilities } from "../services/ResolveConfig.js"
 
 /**
@@ -320,7 +321,7 @@ const geminiDropped = new Set(["$schema", "$id", "$comment", "additionalProperti
 /** The formats Gemini documents; others are dropped (a format is a hint, not a constraint the model must meet). */
 const geminiFormats = new Set(["date-time", "enum", "int32", "int64", "float", "double"])
 
-/** Deepest nesting converted: a schema deeper than this is refused rather than walked. */
+/** Deepest nesting converted: a schema nested deeper than this is refused rather than walked. */
 const geminiMaxDepth = 32
 
 const isRecord = (u: unknown): u is Record<string, unknown> => typeof u === "object" && u !== null && !Array.isArray(u)
@@ -329,26 +330,33 @@ class GeminiFailure {
   constructor(readonly path: string, readonly problem: string) {}
 }
 
-const convertGemini = (
-  schema: unknown,
-  path: string,
-  root: Record<string, unknown>,
-  refs: ReadonlyArray<string>
-): GeminiSchema => {
+// A place named as `UnsupportedGeminiSchema.path` names it, from the keys `inlineDefinitions` reports: property
+// names and `items` joined by dots, `anyOf` branches left out (a nullable union is one schema here), `(root)` alone.
+const geminiPath = (at: ReadonlyArray<string | number>): string => {
+  const names: Array<string> = []
+  for (let i = 0; i < at.length; i++) {
+    const key = at[i]!
+    if (key === "properties" && i + 1 < at.length) names.push(String(at[++i]))
+    else if (key === "anyOf") i++
+    else names.push(String(key))
+  }
+  return names.length === 0 ? "(root)" : names.join(".")
+}
+
+// Converts a schema whose definitions are inlined (`inlineDefinitions` bounded its depth and size): a `$ref` still
+// there is one it could not inline, recursive or pointing nowhere; `root` is the schema as given, with its `$defs`.
+const convertGemini = (schema: unknown, path: string, root: Record<string, unknown>): GeminiSchema => {
   const fail = (problem: string): never => {
     throw new GeminiFailure(path, problem)
   }
-  if (refs.length > geminiMaxDepth) fail(`it nests deeper than ${geminiMaxDepth} levels`)
+  const failOnRef = (ref: string): never =>
+    fail(
+      definitionOf(root, ref) === undefined ?
+        `the reference ${ref} does not point into $defs` :
+        `${ref} is recursive, and Gemini's schema has no references`
+    )
   if (!isRecord(schema)) return fail("a schema must be a JSON object")
-  if (typeof schema.$ref === "string") {
-    const ref = schema.$ref
-    if (refs.includes(ref)) fail(`${ref} is recursive, and Gemini's schema has no references`)
-    const match = /^#\/(\$defs|definitions)\/([^/]+)$/.exec(ref)
-    const defs = match === null ? undefined : root[match[1]!]
-    const target = isRecord(defs) ? defs[match![2]!] : undefined
-    if (target === undefined) fail(`the reference ${ref} does not point into $defs`)
-    return convertGemini(target, path, root, [...refs, ref])
-  }
+  if (typeof schema.$ref === "string") failOnRef(schema.$ref)
   let nullable = schema.nullable === true
   let body: Record<string, unknown> = schema
   if (Array.isArray(schema.anyOf)) {
@@ -359,10 +367,8 @@ const convertGemini = (
     nullable = true
     const { anyOf: _, ...rest } = schema
     const variant = variants[0]!
-    const resolved = isRecord(variant) && typeof variant.$ref === "string" ?
-      convertGemini(variant, path, root, refs) :
-      variant
-    body = { ...(isRecord(resolved) ? resolved : {}), ...rest }
+    if (isRecord(variant) && typeof variant.$ref === "string") failOnRef(variant.$ref)
+    body = { ...(isRecord(variant) ? variant : {}), ...rest }
   }
   let type: unknown = body.type
   if (Array.isArray(type)) {
@@ -409,7 +415,7 @@ const convertGemini = (
     out.properties = Object.fromEntries(
       names.map((
         name
-      ) => [name, convertGemini(properties[name], `${path === "(root)" ? "" : `${path}.`}${name}`, root, refs)])
+      ) => [name, convertGemini(properties[name], `${path === "(root)" ? "" : `${path}.`}${name}`, root)])
     )
     if (body.required !== undefined) {
       const required = body.required
@@ -421,7 +427,7 @@ const convertGemini = (
   }
   if (out.type === "ARRAY") {
     if (!isRecord(body.items)) fail("an array needs one items schema (Gemini has no tuples)")
-    out.items = convertGemini(body.items, `${path === "(root)" ? "" : `${path}.`}items`, root, refs)
+    out.items = convertGemini(body.items, `${path === "(root)" ? "" : `${path}.`}items`, root)
   }
   return out as GeminiSchema
 }
@@ -432,7 +438,9 @@ const convertGemini = (
  * local `$ref`s are inlined, `const` becomes a one-value `enum`, types are upper case, `additionalProperties`,
  * `$schema` and `default` are dropped, and so are formats Gemini does not document. What has no equivalent (a
  * union, a recursive reference, a non-string enum, an object without properties, `oneOf`, `allOf`, ...) fails with
- * `UnsupportedGeminiSchema` naming where. Pure, and linear in the schema's size.
+ * `UnsupportedGeminiSchema` naming where. Pure, and bounded: a schema nested deeper than 32 levels, or larger than
+ * 100 000 objects once its references are inlined, is refused rather than walked (a deep schema, one that contains
+ * itself, or definitions that use each other many times cannot overflow the stack or run without end).
  *
  * @example
  * ```ts
@@ -447,8 +455,16 @@ const convertGemini = (
  * @category mappings
  */
 export const toGeminiSchema = (schema: object): Either.Either<GeminiSchema, UnsupportedGeminiSchema> => {
+  const root = isRecord(schema) ? schema : {}
+  const inlined = isRecord(schema) ?
+    inlineDefinitions(schema, { ...defaultInlineLimits, maxDepth: geminiMaxDepth }) :
+    Either.right(schema)
+  if (Either.isLeft(inlined)) {
+    const { at, problem } = inlined.left
+    return Either.left(new UnsupportedGeminiSchema({ path: geminiPath(at), problem: `it ${problem}` }))
+  }
   try {
-    return Either.right(convertGemini(schema, "(root)", isRecord(schema) ? schema : {}, []))
+    return Either.right(convertGemini(inlined.right, "(root)", root))
   } catch (failure) {
     if (failure instanceof GeminiFailure) {
       return Either.left(new UnsupportedGeminiSchema({ path: failure.path, problem: failure.problem }))

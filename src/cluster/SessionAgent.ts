@@ -50,7 +50,7 @@ export declare namespace SessionAgent {
   export interface Service {
     /** The system prompt of a session that has no saved conversation yet (a resumed one keeps its own). */
     readonly system: (session: string) => Option.Option<string>
-    /** The durable kinds the sessions stage and run (`ResolveRuntime.durable`'s `kinds`). */
+    /** The durable kinds the sessions stage and run (`ResolveRuntime.layerDurable`'s `kinds`). */
     readonly kinds: ReadonlyArray<ActionKind.Any>
     /** The app's tools, with their handlers; `resolve` is added by the turn driver. */
     readonly toolkit: Option.Option<Toolkit.WithHandler<any>>
@@ -58,9 +58,9 @@ export declare namespace SessionAgent {
     readonly maxTurns: Option.Option<number>
     /** Retries of a failed model request inside one turn (`TurnDriver` `RunOptions.retry`). */
     readonly retry: Option.Option<Schedule.Schedule<unknown, AiError.AiError>>
-    /** The lease of each session's runtime instance in the store (`ResolveRuntime.durable`'s `lease`). */
+    /** The lease of each session's runtime instance in the store (`ResolveRuntime.layerDurable`'s `lease`). */
     readonly lease: Option.Option<Duration.DurationInput>
-    /** Which settled records each session keeps (`ResolveRuntime.durable`'s `retention`). */
+    /** Which settled records each session keeps (`ResolveRuntime.layerDurable`'s `retention`). */
     readonly retention: Option.Option<Retention | "keep-all">
     /**
      * Everything a session's runs need, captured when the layer was built: the `LanguageModel`, the tool handlers

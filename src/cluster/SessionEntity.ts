@@ -1,8 +1,8 @@
 /**
  * The behaviour of the `Session` entity on a runner: the only place a session's agent loop runs. When the cluster
  * gives this runner a session (its first message here, or its shard moved here from a runner that stopped or died),
- * the entity opens the durable session of today, `ResolveRuntime.durable({ session, store, kinds })` with
- * `TurnDriver.layerOn(...)` on top, on the runner's `PendingStore` and the app's `SessionAgent`: pending actions come
+ * the entity opens the durable session of today, `ResolveRuntime.layerDurable({ session, kinds })` with
+ * `TurnDriver.layerWithoutDependencies(...)` on top, on the runner's `PendingStore` and the app's `SessionAgent`: pending actions come
  * back (a dead owner's `resolving` ones are recovered by their kind), the conversation and forcing state continue
  * from the last saved turn. The entity closes the session when it goes idle or its shard moves.
  *
@@ -275,15 +275,16 @@ export const make = (options: Options = {}) =>
       }
     })
     const system = agent.system(session)
-    const durable = ResolveRuntime.durable({
+    const durable = ResolveRuntime.layerDurable({
       session,
-      store: Layer.succeed(PendingStore, store),
       kinds: agent.kinds,
       ...Option.match(agent.lease, { onNone: () => ({}), onSome: (lease) => ({ lease }) }),
       ...Option.match(agent.retention, { onNone: () => ({}), onSome: (retention) => ({ retention }) })
-    })
+    }).pipe(Layer.provideMerge(Layer.succeed(PendingStore, store)))
     const sessionLayer = Layer.provideMerge(
-      TurnDriver.layerOn(Option.match(system, { onNone: () => ({}), onSome: (text) => ({ system: text }) })),
+      TurnDriver.layerWithoutDependencies(
+        Option.match(system, { onNone: () => ({}), onSome: (text) => ({ system: text }) })
+      ),
       durable
     ) as Layer.Layer<TurnDriver | ResolveRuntime.Services | PendingStore, PendingStoreError>
     // Forked now, before the entity's RPC server exists: the entity's scope closes it after the server stopped the

@@ -200,6 +200,25 @@ export const messageOf = (failure: unknown, maxLength: number = defaultMaxLength
   return renderUnknown(failure, maxLength)
 }
 
+/** Tags of errors whose message is generic and whose `cause` is the real error (`@effect/sql`'s). */
+const wrapperTags: ReadonlySet<string> = new Set(["SqlError", "MigrationError"])
+
+/**
+ * `messageOf` the error a wrapper holds: a `SqlError` says "Failed to execute statement" and holds the driver's
+ * error ("SQLITE_BUSY: database is locked") as its `cause`, a `MigrationError` holds a `SqlError`. Through at most
+ * 8 wrappers, to the first cause that is not one; a wrapper whose `cause` has no message is described itself. Never
+ * throws; capped at `maxLength`.
+ */
+export const innerMessageOf = (failure: unknown, maxLength: number = defaultMaxLength): string => {
+  let current = failure
+  for (let hops = 0; hops < 8 && wrapperTags.has(stringProperty(current, "_tag") ?? ""); hops++) {
+    const cause = safeGet(current, "cause")
+    if (stringProperty(cause, "message") === undefined) break
+    current = cause
+  }
+  return messageOf(current, maxLength)
+}
+
 /**
  * An `Error` standing in for a failure value that effect's own `Cause.pretty` cannot print (it JSON-stringifies
  * values and follows `cause` chains without guards, so a bigint inside, a Proxy or a throwing getter make it throw,

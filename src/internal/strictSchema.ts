@@ -144,6 +144,11 @@ const json = (value: unknown): string => {
 
 const leaf: Plan = { _tag: "Leaf" }
 
+/** Defines an own data property: a key such as "__proto__" or "toString" must not reach the prototype. */
+const defineOwn = (target: Record<string, unknown>, key: string, value: unknown): void => {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true })
+}
+
 const spend = (budget: Budget, path: string, field: keyof Budget, amount: number): void => {
   budget[field] += amount
   const limit = field === "properties" ?
@@ -350,13 +355,7 @@ const convertObject = (
     const child = convertNode(properties[name], childPath, depth + 1, objectDepth, budget)
     const optional = !requiredSet.has(name)
     const wrap = optional && !acceptsNull(child.schema)
-    // Defined as an own data property: a name such as "toString" must not reach the prototype.
-    Object.defineProperty(outProperties, name, {
-      value: wrap ? nullable(child.schema) : child.schema,
-      enumerable: true,
-      writable: true,
-      configurable: true
-    })
+    defineOwn(outProperties, name, wrap ? nullable(child.schema) : child.schema)
     plans.set(name, { absentOnNull: wrap, plan: child.plan })
   }
   out.properties = outProperties
@@ -426,34 +425,144 @@ export const toStrict = (parameters: unknown): Either.Either<StrictSchema, Stric
   }
 }
 
+/** Bounds of `inlineDefinitions`, on the inlined schema. */
+export interface InlineLimits {
+  /**
+   * The deepest nesting: a schema inside another (a property's, `items`, an `anyOf` branch, any keyword's object
+   * value) is one level deeper, and so is an array inside an array; an inlined definition takes the level of its
+   * `$ref`. Bounds the walk whatever the input: a deep schema, or one that contains itself (a cycle of objects).
+   */
+  readonly maxDepth: number
+  /**
+   * The most JSON objects walked, a definition once per use (about the inlined schema's size): bounds the expansion
+   * of definitions that use each other several times (ten levels of two uses are a thousand copies).
+   */
+  readonly maxNodes: number
+}
+
+/** The defaults: the depth `toStrict` accepts, and 100 000 objects. */
+export const defaultInlineLimits: InlineLimits = { maxDepth: strictLimits.maxNodeDepth, maxNodes: 100_000 }
+
 /**
- * `schema` with every local `$ref` (`#/$defs/<name>`) replaced by a copy of its definition and `$defs` dropped, as
- * strict function calling needs (effect's `JSONSchema.make` refers to every annotated schema, such as `Int`, by
- * `$ref`). A recursive definition cannot be inlined: its `$ref` is kept, and `toStrict` then reports it.
+ * Where inlining stopped and why: `path` as `toStrict` names places (`parameters.properties.a.items`), `at` the keys
+ * from the root (a number for an array index), for callers that name places otherwise.
  */
-export const inlineDefinitions = (schema: JsonSchemaNode): JsonSchemaNode => {
-  const defs = (schema.$defs ?? {}) as Record<string, unknown>
-  const prefix = "#/$defs/"
-  const go = (node: unknown, expanding: ReadonlySet<string>): unknown => {
-    if (Array.isArray(node)) return node.map((item) => go(item, expanding))
+export interface InlineProblem extends StrictProblem {
+  readonly at: ReadonlyArray<string | number>
+}
+
+/** Where local `$ref`s point: `#/$defs/<name>` into `$defs`, `#/definitions/<name>` into `definitions`. */
+const definitionKeywords: ReadonlyArray<string> = ["$defs", "definitions"]
+
+/** The definition a local `$ref` (`#/$defs/<name>` or `#/definitions/<name>`) names in `root`, if it has one. */
+export const definitionOf = (root: JsonSchemaNode, ref: string): unknown => {
+  const keyword = definitionKeywords.find((keyword) => ref.startsWith(`#/${keyword}/`))
+  if (keyword === undefined) return undefined
+  const defs = root[keyword]
+  // A JSON Pointer token: `~1` stands for `/` and `~0` for `~` (effect escapes an identifier such as `a/b` so).
+  const name = ref.slice(keyword.length + 3).replaceAll("~1", "/").replaceAll("~0", "~")
+  return isPlainObject(defs) && Object.hasOwn(defs, name) ? defs[name] : undefined
+}
+
+/** The keys from the root to a node, innermost first (a path is only spelled out when a problem names it). */
+type At = { readonly key: string | number; readonly parent: At } | undefined
+
+const keysOf = (at: At): Array<string | number> => {
+  const keys: Array<string | number> = []
+  for (let node = at; node !== undefined; node = node.parent) keys.unshift(node.key)
+  return keys
+}
+
+class InlineRefusal {
+  constructor(readonly at: At, readonly problem: string) {}
+}
+
+/**
+ * `schema` with every local `$ref` (`#/$defs/<name>`, `#/definitions/<name>`) replaced by a copy of its definition
+ * (keywords beside the `$ref` win over the definition's) and `$defs` / `definitions` dropped, as strict function
+ * calling and Gemini need (effect's `JSONSchema.make` refers to every annotated schema, such as `Int`, by `$ref`).
+ * A `$ref` that cannot be inlined (a recursive definition's, or one that names no definition) is kept, with the
+ * definitions so that the schema stays whole, and `toStrict` then reports it. A schema nested deeper than
+ * `limits.maxDepth`, or larger than `limits.maxNodes` objects once inlined, is refused, naming where: the walk stops
+ * at the limits, so it cannot overflow the stack or expand without end.
+ */
+export const inlineDefinitions = (
+  schema: JsonSchemaNode,
+  limits: InlineLimits = defaultInlineLimits
+): Either.Either<JsonSchemaNode, InlineProblem> => {
+  let nodes = 0
+  let kept = false
+  const countNode = (at: At): void => {
+    if (++nodes > limits.maxNodes) {
+      throw new InlineRefusal(
+        at,
+        `makes the schema exceed ${limits.maxNodes} objects once its definitions are inlined; simplify it`
+      )
+    }
+  }
+  const go = (node: unknown, at: At, depth: number, expanding: ReadonlySet<string>): unknown => {
     if (typeof node !== "object" || node === null) return node
+    // A list of plain values (`required`, `enum`) ends the walk: only the objects and lists in it nest.
+    const nests = !Array.isArray(node) || node.some((item) => typeof item === "object" && item !== null)
+    if (nests && depth > limits.maxDepth) {
+      throw new InlineRefusal(at, `nests deeper than ${limits.maxDepth} levels; simplify the schema`)
+    }
+    if (Array.isArray(node)) {
+      return node.map((item, i) => go(item, { key: i, parent: at }, Array.isArray(item) ? depth + 1 : depth, expanding))
+    }
+    countNode(at)
     const record = node as JsonSchemaNode
     const ref = record.$ref
-    if (typeof ref === "string" && ref.startsWith(prefix)) {
-      const name = ref.slice(prefix.length)
-      if (Object.hasOwn(defs, name) && !expanding.has(name)) {
+    if (typeof ref === "string") {
+      const definition = expanding.has(ref) ? undefined : definitionOf(schema, ref)
+      if (definition === undefined) {
+        kept = true
+      } else {
         const { $ref: _, ...rest } = record
-        return { ...(go(defs[name], new Set([...expanding, name])) as object), ...go(rest, expanding) as object }
+        const inlined = go(definition, at, depth, new Set([...expanding, ref]))
+        return { ...(inlined as object), ...(go(rest, at, depth, expanding) as object) }
       }
     }
     const out: Record<string, unknown> = {}
     for (const [key, value] of Object.entries(record)) {
-      if (key !== "$defs") out[key] = go(value, expanding)
+      if (definitionKeywords.includes(key)) continue
+      const child: At = { key, parent: at }
+      // Inside `properties`, keys are property names, not keywords: a property may be called "$defs".
+      defineOwn(
+        out,
+        key,
+        key === "properties" && isPlainObject(value) ?
+          propertiesOf(value, child, depth, expanding) :
+          go(value, child, depth + 1, expanding)
+      )
     }
     return out
   }
-  const inlined = go(schema, new Set()) as JsonSchemaNode
-  return JSON.stringify(inlined).includes(`"$ref"`) ? { ...inlined, $defs: defs } : inlined
+  const propertiesOf = (properties: Record<string, unknown>, at: At, depth: number, expanding: ReadonlySet<string>) => {
+    countNode(at)
+    const out: Record<string, unknown> = {}
+    for (const [name, value] of Object.entries(properties)) {
+      defineOwn(out, name, go(value, { key: name, parent: at }, depth + 1, expanding))
+    }
+    return out
+  }
+  try {
+    const inlined = go(schema, undefined, 0, new Set()) as JsonSchemaNode
+    if (kept) {
+      for (const keyword of definitionKeywords) {
+        if (schema[keyword] !== undefined) defineOwn(inlined, keyword, schema[keyword])
+      }
+    }
+    return Either.right(inlined)
+  } catch (error) {
+    if (!(error instanceof InlineRefusal)) throw error
+    const at = keysOf(error.at)
+    const path = at.reduce<string>(
+      (path, key) => typeof key === "number" ? `${path}[${key}]` : `${path}.${key}`,
+      "parameters"
+    )
+    return Either.left({ path, at, problem: error.problem })
+  }
 }
 
 /** Keywords that only bound values, which strict mode refuses but a decoding Schema enforces anyway. */

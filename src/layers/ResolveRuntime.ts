@@ -54,15 +54,39 @@ export const layerWith = (options: { readonly retainSettled?: number }): Layer.L
   Layer.provideMerge(PendingActions.layer(options), base)
 
 /**
- * A session whose pending set lives in the `PendingStore` the layer is given (`SqliteStore.layer`,
+ * A session whose pending set lives in the `PendingStore` the app provides (`SqliteStore.layer`,
  * `PostgresStore.layer`, or `PendingStore.layerMemory` to share one between sessions of a process). Building it
- * opens `session`: its pending actions come back (those of the registered `kinds` run again; closures are
- * `orphaned`), and actions a crashed process left `resolving` are recovered by their kind.
+ * opens `session`: its pending actions come back (those of the registered `kinds` run again), actions a crashed
+ * process left `resolving` are recovered by their kind, and what another live process staged is left to it (see
+ * docs/durable-sessions.md, "Sharing a session").
  *
+ * @example
+ * ```ts
+ * import { Layer } from "effect"
+ * import { ResolveRuntime } from "effect-resolve"
+ * import { SqliteStore } from "effect-resolve/sqlite"
+ *
+ * const Session = ResolveRuntime.layerDurable({ session: "agent-1" }).pipe(
+ *   Layer.provideMerge(SqliteStore.layer({ filename: "agent.db" }))
+ * )
+ * ```
+ *
+ * @since 0.3.0
+ * @category layers
+ */
+export const layerDurable = <const Kinds extends ReadonlyArray<ActionKind.Any> = []>(
+  options: DurableOptions<Kinds>
+): Layer.Layer<Services, PendingStoreError, PendingStore | ActionKind.Requirements<Kinds>> =>
+  Layer.provideMerge(PendingActions.layerDurable(options), base)
+
+/**
+ * `layerDurable` with the store given as an argument, and provided too.
+ *
+ * @deprecated Use `layerDurable(options)` and provide the store with `Layer.provideMerge(store)`; this goes in 0.4.0.
  * @since 0.2.0
  * @category layers
  */
 export const durable = <const Kinds extends ReadonlyArray<ActionKind.Any> = [], E = never, R = never>(
   options: DurableOptions<Kinds> & { readonly store: Layer.Layer<PendingStore, E, R> }
 ): Layer.Layer<Services | PendingStore, PendingStoreError | E, R | ActionKind.Requirements<Kinds>> =>
-  Layer.provideMerge(PendingActions.layerDurable(options), Layer.merge(base, options.store))
+  Layer.provideMerge(layerDurable(options), options.store)

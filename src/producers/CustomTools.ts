@@ -1,9 +1,9 @@
 /**
- * Custom tools for authors who do not write Effect. `pushPendingAction` stages a pending action whose callbacks
- * return Promises; it forwards into `queueResolveHandler`, so the action behaves like any preview: reminded,
+ * Custom tools for authors who do not write Effect. `stage` stages a pending action whose callbacks
+ * return Promises; it forwards into the core `stage`, so the action behaves like any preview: reminded,
  * forced, resolved exactly once, kept pending when apply fails. `fromCustomTool` / `registerCustomTools` turn
  * `{ name, description, parameters, execute(params, api) }` objects into `ToolDefinition`s, with
- * `api.pushPendingAction` bound to the session that runs the tool.
+ * `api.stage` bound to the session that runs the tool.
  *
  * Errors: a thrown `Error` in `apply` becomes `ApplyFailed` ("Apply failed: <message>"); a thrown object carrying
  * the tool-error marker (`isToolError: true`, see `toolError`) reaches the model unchanged as a `ToolError`.
@@ -17,7 +17,7 @@
  *   description: "Deploy a service (as a preview).",
  *   parameters: { type: "object", properties: { service: { type: "string" } }, required: ["service"] },
  *   execute: async (params, api) => {
- *     await api.pushPendingAction({
+ *     await api.stage({
  *       label: `Deploy: ${params.service}`,
  *       apply: async (reason) => {
  *         if (params.service === "prod") throw CustomTools.toolError("Deploying prod needs a ticket.")
@@ -45,9 +45,15 @@ import { type PendingStoreError, ToolError } from "../domain/Errors.js"
 import { type Extra, forbiddenKeys } from "../domain/ResolveParams.js"
 import * as ToolResult from "../domain/ToolResult.js"
 import { messageOf, safeGet, safeInstanceOf, safely } from "../internal/render.js"
-import { inlineDefinitions, type StrictSchema, toStrict, withoutValueBounds } from "../internal/strictSchema.js"
-import * as PendingAction from "../services/PendingAction.js"
-import { type PendingActions, queueResolveHandler } from "../services/PendingActions.js"
+import {
+  inlineDefinitions,
+  type StrictProblem,
+  type StrictSchema,
+  toStrict,
+  withoutValueBounds
+} from "../internal/strictSchema.js"
+import { type PendingActions, stage as stagePreview } from "../services/PendingActions.js"
+import * as Preview from "../services/Preview.js"
 import type { ToolDefinition } from "../tools/ToolDefinition.js"
 
 // -----------------------------------------------------------------------------------------------------------------
@@ -145,7 +151,7 @@ const describeValue = (value: unknown): string =>
     typeof value
 
 // -----------------------------------------------------------------------------------------------------------------
-// pushPendingAction
+// stage
 // -----------------------------------------------------------------------------------------------------------------
 
 /**
@@ -199,7 +205,7 @@ export class InvalidPendingAction
 }
 
 /**
- * The default `sourceToolName` of `pushPendingAction`.
+ * The default `sourceToolName` of `stage`.
  *
  * @since 0.1.0
  * @category constants
@@ -222,18 +228,18 @@ const validateAction = (action: CustomPendingAction): Option.Option<InvalidPendi
 }
 
 /**
- * Stages a pending action with Promise callbacks: forwards it into `queueResolveHandler` (reminded, forced,
- * resolved exactly once, kept pending when apply fails), with
- * `sourceToolName` defaulting to `"custom_tool"`.
+ * Stages a pending action with Promise callbacks in the current session, as `stage` does for Effect callbacks
+ * (reminded, forced, resolved exactly once, kept pending when apply fails), with `sourceToolName` defaulting to
+ * `"custom_tool"`.
  *
- * @since 0.1.0
+ * @since 0.3.0
  * @category constructors
  */
-export const pushPendingAction = (
+export const stage = (
   action: CustomPendingAction
-): Effect.Effect<PendingAction.PendingActionHandle, InvalidPendingAction | PendingStoreError, PendingActions> =>
+): Effect.Effect<Preview.Handle, InvalidPendingAction | PendingStoreError, PendingActions> =>
   Effect.suspend((): Effect.Effect<
-    PendingAction.PendingActionHandle,
+    Preview.Handle,
     InvalidPendingAction | PendingStoreError,
     PendingActions
   > => {
@@ -256,7 +262,7 @@ export const pushPendingAction = (
           })
         )
       )
-      return action.abortable === true ? run : PendingAction.commit(run)
+      return action.abortable === true ? run : Preview.commit(run)
     }
     const reject = action.reject === undefined ? undefined : (reason: string, extra: Extra) =>
       Effect.tryPromise({
@@ -275,7 +281,7 @@ export const pushPendingAction = (
             })
         )
       )
-    return queueResolveHandler({
+    return stagePreview({
       label,
       sourceToolName: action.sourceToolName ?? defaultSourceToolName,
       apply,
@@ -283,12 +289,19 @@ export const pushPendingAction = (
     })
   })
 
+/**
+ * @deprecated Renamed `stage` in 0.3.0 (`CustomTools.stage`): one verb for staging; this alias goes in 0.4.0.
+ * @since 0.1.0
+ * @category constructors
+ */
+export const pushPendingAction = stage
+
 // -----------------------------------------------------------------------------------------------------------------
 // the custom-tool adapter
 // -----------------------------------------------------------------------------------------------------------------
 
 /**
- * What `api.pushPendingAction` resolves with.
+ * What `api.stage` resolves with.
  *
  * @since 0.1.0
  * @category models
@@ -297,7 +310,7 @@ export interface PendingActionInfo {
   readonly id: string
   readonly label: string
   readonly sourceToolName: string
-  readonly status: () => Promise<PendingAction.PendingStatus>
+  readonly status: () => Promise<Preview.PendingStatus>
 }
 
 /**
@@ -308,6 +321,8 @@ export interface PendingActionInfo {
  */
 export interface CustomToolApi {
   /** Stages a pending action in this session. Await it before returning the preview. */
+  readonly stage: (action: CustomPendingAction) => Promise<PendingActionInfo>
+  /** @deprecated Renamed `stage` in 0.3.0; this alias goes in 0.4.0. */
   readonly pushPendingAction: (action: CustomPendingAction) => Promise<PendingActionInfo>
   /** Aborted when the tool call is interrupted. */
   readonly signal: AbortSignal
@@ -473,7 +488,7 @@ const checkParams = (
   return Option.none()
 }
 
-const toInfo = (runtime: Runtime.Runtime<never>) => (handle: PendingAction.PendingActionHandle): PendingActionInfo => ({
+const toInfo = (runtime: Runtime.Runtime<never>) => (handle: Preview.Handle): PendingActionInfo => ({
   id: handle.id,
   label: handle.label,
   sourceToolName: handle.sourceToolName,
@@ -498,19 +513,29 @@ const runPromise = <A, E, R>(runtime: Runtime.Runtime<R>, effect: Effect.Effect<
  * @category adapters
  */
 export const fromCustomTool = (tool: CustomTool): CustomToolDefinition => {
-  const json = jsonSchemaOf(tool.parameters)
-  return Either.match(toStrict(json), {
+  const { json, strict } = schemasOf(tool.parameters)
+  return Either.match(strict, {
     onLeft: () => adapt(tool, { schema: json, optional: new Set(), decode: (input) => input }),
     onRight: (strict) => adapt(tool, strict)
   })
 }
 
 // The JSON Schema of the parameters: as given, or derived from an Effect Schema (without `$schema`, definitions
-// inlined, and without value bounds strict mode refuses: the Schema enforces them when it decodes each call).
-const jsonSchemaOf = (parameters: CustomTool["parameters"]): Record<string, unknown> => {
-  if (!Schema.isSchema(parameters)) return parameters
-  const { $schema: _, ...json } = JSONSchema.make(parameters) as unknown as Record<string, unknown>
-  return withoutValueBounds(inlineDefinitions(json))
+// inlined, and without value bounds strict mode refuses: the Schema enforces them when it decodes each call); and
+// its strict form, or where and why it cannot have one. Throws what `JSONSchema.make` throws.
+const schemasOf = (parameters: CustomTool["parameters"]): {
+  readonly json: Record<string, unknown>
+  readonly strict: Either.Either<StrictSchema, StrictProblem>
+} => {
+  if (!Schema.isSchema(parameters)) return { json: parameters, strict: toStrict(parameters) }
+  const { $schema: _, ...derived } = JSONSchema.make(parameters) as unknown as Record<string, unknown>
+  return Either.match(inlineDefinitions(derived), {
+    onLeft: (problem) => ({ json: derived, strict: Either.left(problem) }),
+    onRight: (inlined) => {
+      const json = withoutValueBounds(inlined)
+      return { json, strict: toStrict(json) }
+    }
+  })
 }
 
 // An Effect Schema's decoding of the (strict-decoded) input: the typed params, or the first problem.
@@ -544,12 +569,10 @@ const adapt = (tool: CustomTool, strict: StrictSchema): CustomToolDefinition => 
       const runtime = yield* Effect.runtime<PendingActions>()
       const value = yield* Effect.tryPromise({
         try: (signal) =>
-          Promise.resolve().then(() =>
-            tool.execute(params, {
-              signal,
-              pushPendingAction: (action) => runPromise(runtime, pushPendingAction(action)).then(toInfo(runtime))
-            })
-          ),
+          Promise.resolve().then(() => {
+            const stageHere = (action: CustomPendingAction) => runPromise(runtime, stage(action)).then(toInfo(runtime))
+            return tool.execute(params, { signal, stage: stageHere, pushPendingAction: stageHere })
+          }),
         catch: (thrown) => isToolErrorLike(thrown) ? asToolError(thrown) : asToolError(thrown, `${tool.name} failed: `)
       })
       return yield* Option.match(normalize(value), {
@@ -625,12 +648,16 @@ const checkDefinition = (
     return bad("the description must be a non-empty string")
   }
   if (typeof tool.execute !== "function") return bad("execute must be a function")
-  const json = safely(
-    () => Either.right(jsonSchemaOf(tool.parameters)),
-    Either.left("cannot be turned into JSON Schema")
-  )
-  if (Either.isLeft(json)) return bad(`parameters ${json.left}`)
-  return Either.mapLeft(toStrict(json.right), ({ path, problem }) =>
+  const schemas = Either.try({ try: () => schemasOf(tool.parameters), catch: (thrown) => thrown })
+  if (Either.isLeft(schemas)) {
+    // What JSONSchema.make says (where, and which annotation is missing), on one line.
+    const reason = messageOf(schemas.left).replace(/\s*\n\s*/g, "; ")
+    return bad(
+      `parameters cannot be turned into JSON Schema: ${reason}. Change that part of the Schema as this says (a ` +
+        `"jsonSchema" annotation gives any schema its JSON Schema), or give parameters as a JSON Schema object`
+    )
+  }
+  return Either.mapLeft(schemas.right.strict, ({ path, problem }) =>
     new InvalidCustomTool({
       tool: tool.name,
       index,

@@ -39,6 +39,7 @@ import * as NFS from "node:fs/promises"
 import * as OS from "node:os"
 import * as NPath from "node:path"
 import { threadId } from "node:worker_threads"
+import { messageOf } from "../internal/render.js"
 
 // -----------------------------------------------------------------------------------------------------------------
 // options and errors
@@ -189,8 +190,6 @@ const errnoOf = (error: unknown): string | undefined =>
   error !== null && typeof error === "object" && "code" in error && typeof error.code === "string" ?
     error.code :
     undefined
-
-const messageOf = (error: unknown): string => error instanceof Error ? error.message : String(error)
 
 // -----------------------------------------------------------------------------------------------------------------
 // in-process lock

@@ -268,7 +268,7 @@ export const sourceToolName = "plan"
 /**
  * The approval callback of plan mode, as a service: `enter` provides its `approve` option as this for the plan it
  * stages; a durable session that restores a plan after a restart needs it from the layer
- * (`ResolveRuntime.durable({ kinds: [PlanApproval.kind], ... })` requires it).
+ * (`ResolveRuntime.layerDurable({ kinds: [PlanApproval.kind], ... })` requires it).
  *
  * @since 0.2.0
  * @category tags

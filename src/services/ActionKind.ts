@@ -54,8 +54,8 @@ export type Recovery = "applied" | "pending" | "conflict"
  *
  * - `payload`: a Schema whose encoded form is JSON; the staged payload is stored encoded and decoded before every
  *   call (a payload that no longer decodes makes the action `conflict` at recovery, and `apply` fail typed).
- * - `apply` may fail with anything, as a closure's `apply` (see `PendingAction.PendingActionSpec`); wrap its
- *   irreversible part in `PendingAction.commit`.
+ * - `apply` may fail with anything, as a closure's `apply` (see `Preview.Spec`); wrap its irreversible part in
+ *   `Preview.commit`.
  * - `reject` returns `Option.none()` for the default `Discarded: <label>. Reason: <reason>`.
  * - `recover` runs for an action a dead process left `resolving`; without it such an action becomes `conflict`. A
  *   `recover` that fails (it cannot tell now: a file still locked) leaves the action `resolving`, and the next start

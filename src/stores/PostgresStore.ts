@@ -18,8 +18,12 @@
  */
 import * as PgClient from "@effect/sql-pg/PgClient"
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
+import { innerMessageOf } from "../internal/render.js"
 import { PendingStore, PendingStoreError } from "../services/PendingStore.js"
 import * as SqlPendingStore from "./SqlPendingStore.js"
 
@@ -43,9 +47,7 @@ const clientLayer = (options: Options): Layer.Layer<PgClient.PgClient | SqlClien
       new PendingStoreError({
         operation: "connect",
         detail: `Postgres could not be reached (${
-          typeof cause.cause === "object" && cause.cause !== null && "message" in cause.cause ?
-            String(cause.cause.message) :
-            cause.message
+          innerMessageOf(cause)
         }); nothing was changed. Check the URL and that the server is running.`,
         cause
       })
@@ -72,3 +74,23 @@ export const layerClient = (
  */
 export const layer = (options: Options): Layer.Layer<PendingStore, PendingStoreError> =>
   Layer.provide(SqlPendingStore.layer, clientLayer(options))
+
+/**
+ * `layer` with its options read from `Config` (as `PgClient.layerConfig` does): the URL from the environment, kept
+ * `Redacted`, say.
+ *
+ * @example
+ * ```ts
+ * import { Config } from "effect"
+ * import { PostgresStore } from "effect-resolve/postgres"
+ *
+ * const Store = PostgresStore.layerConfig({ url: Config.redacted("DATABASE_URL") })
+ * ```
+ *
+ * @since 0.3.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config.Wrap<Options>
+): Layer.Layer<PendingStore, PendingStoreError | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))

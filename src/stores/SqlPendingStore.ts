@@ -37,7 +37,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import type { PendingEvent, PendingRecord, PendingStatus } from "../domain/PendingRecord.js"
 import { isTerminal, openStatuses, storedStatuses, terminalStatuses } from "../domain/PendingRecord.js"
-import { capText } from "../internal/render.js"
+import { capText, innerMessageOf, messageOf } from "../internal/render.js"
 import {
   badCursor,
   checkClaim,
@@ -281,7 +281,7 @@ export const migrate: Effect.Effect<void, PendingStoreError, SqlClient.SqlClient
         Effect.mapError((cause) =>
           new PendingStoreError({
             operation: "migrate",
-            detail: `the store's tables could not be created or upgraded (${describe(cause)}); nothing was ` +
+            detail: `the store's tables could not be created or upgraded (${innerMessageOf(cause)}); nothing was ` +
               "changed. Check that the database is reachable and writable.",
             cause
           })
@@ -375,7 +375,7 @@ const rowReader = () => {
     try {
       return JSON.parse(u)
     } catch (error) {
-      return note(`${name} is not JSON (${error instanceof Error ? error.message : String(error)})`, null)
+      return note(`${name} is not JSON (${messageOf(error)})`, null)
     }
   }
   return { problems, text, nullableText, millis, nullableMillis, status, json }
@@ -436,24 +436,19 @@ const toEvent = (row: EventRow): PendingEvent => {
     { ...event, from: from ?? null, to: "unreadable" }
 }
 
-const describe = (cause: unknown): string => {
-  const inner = (cause as { cause?: { message?: unknown } } | null)?.cause?.message
-  if (typeof inner === "string") return inner
-  const message = (cause as { message?: unknown } | null)?.message
-  return typeof message === "string" ? message : String(cause)
-}
-
 const readFailed = (operation: string) => (cause: SqlError) =>
   new PendingStoreError({
     operation,
-    detail: `the database failed (${describe(cause)}); nothing was changed. Retry, or check the store's database.`,
+    detail: `the database failed (${
+      innerMessageOf(cause)
+    }); nothing was changed. Retry, or check the store's database.`,
     cause
   })
 
 const writeFailed = (operation: string) => (cause: SqlError) =>
   new PendingStoreError({
     operation,
-    detail: `the database failed (${describe(cause)}). The change is one statement, so it happened wholly or ` +
+    detail: `the database failed (${innerMessageOf(cause)}). The change is one statement, so it happened wholly or ` +
       "not at all: read the record with get before retrying.",
     cause
   })
@@ -474,6 +469,24 @@ const rawMillis = (u: unknown): number | string =>
     typeof u === "string" && /^\d{1,16}$/.test(u) ?
     Number(u) :
     String(u)
+
+/**
+ * A page from the rows of a query that asked for one more than `limit`: the first `limit` as items, and when the
+ * extra row came back, the cursor after the last item.
+ */
+const pageOf = <Row, A>(
+  rows: ReadonlyArray<Row>,
+  limit: number,
+  item: (row: Row) => A,
+  cursorAfter: (last: Row) => string
+): PendingStore.Page<A> => {
+  const page = rows.slice(0, limit)
+  const last = page[page.length - 1]
+  return {
+    items: page.map(item),
+    next: rows.length > limit && last !== undefined ? Option.some(cursorAfter(last)) : Option.none()
+  }
+}
 
 /**
  * Builds the store on the `SqlClient` in context (SQLite or Postgres). It does not create the tables: run
@@ -624,16 +637,12 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
         const statement = sql<RecordRow & { readonly seq: unknown }>`SELECT seq, ${columns}
           FROM effect_resolve_pending WHERE session = ${session} ${from}
           ORDER BY created_at DESC, seq DESC LIMIT ${options.limit + 1}`
-        return Effect.map(run("listPage", statement.withoutTransform), (rows): PendingStore.Page<PendingRecord> => {
-          const page = rows.slice(0, options.limit)
-          const last = page[page.length - 1]
-          return {
-            items: page.map(toRecord),
-            next: rows.length > options.limit && last !== undefined ?
-              Option.some(recordCursor.encode(rawMillis(last.created_at), seqOf(last.seq))) :
-              Option.none()
-          }
-        })
+        return Effect.map(
+          run("listPage", statement.withoutTransform),
+          (rows) =>
+            pageOf(rows, options.limit, toRecord, (last) =>
+              recordCursor.encode(rawMillis(last.created_at), seqOf(last.seq)))
+        )
       })
 
     const historyPage = (id: string, options: PendingStore.PageOptions) =>
@@ -645,16 +654,10 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
         const statement = sql<EventRow>`SELECT seq, action_id, at, from_status, to_status, owner, attempt
           FROM effect_resolve_events WHERE action_id = ${id} AND seq > ${after} ORDER BY seq
           LIMIT ${options.limit + 1}`
-        return Effect.map(run("historyPage", statement.withoutTransform), (rows): PendingStore.Page<PendingEvent> => {
-          const page = rows.slice(0, options.limit)
-          const last = page[page.length - 1]
-          return {
-            items: page.map(toEvent),
-            next: rows.length > options.limit && last !== undefined ?
-              Option.some(eventCursor.encode(seqOf(last.seq))) :
-              Option.none()
-          }
-        })
+        return Effect.map(
+          run("historyPage", statement.withoutTransform),
+          (rows) => pageOf(rows, options.limit, toEvent, (last) => eventCursor.encode(seqOf(last.seq)))
+        )
       })
 
     const prune = (input: PendingStore.PruneInput) =>

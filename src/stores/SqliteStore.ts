@@ -20,11 +20,14 @@
 import * as Reactivity from "@effect/experimental/Reactivity"
 import * as LibsqlClient from "@effect/sql-libsql/LibsqlClient"
 import * as SqlClient from "@effect/sql/SqlClient"
+import * as Config from "effect/Config"
+import type * as ConfigError from "effect/ConfigError"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as NodePath from "node:path"
 import * as NodeUrl from "node:url"
+import { innerMessageOf } from "../internal/render.js"
 import { PendingStore, PendingStoreError } from "../services/PendingStore.js"
 import * as SqlPendingStore from "./SqlPendingStore.js"
 
@@ -46,7 +49,7 @@ const openFailed = (filename: string, cause: unknown, what: string) =>
   new PendingStoreError({
     operation: "open",
     detail: `the SQLite file ${JSON.stringify(filename)} could not be ${what} (${
-      cause instanceof Error ? cause.message : String(cause)
+      innerMessageOf(cause)
     }); nothing was changed. Check that its directory exists and is writable.`,
     cause
   })
@@ -91,3 +94,23 @@ export const layer = (options: Options): Layer.Layer<PendingStore, PendingStoreE
       return store
     })
   ).pipe(Layer.provide(Reactivity.layer))
+
+/**
+ * `layer` with its options read from `Config` (as `@effect/sql`'s `layerConfig` layers do): the file name from the
+ * environment, say.
+ *
+ * @example
+ * ```ts
+ * import { Config } from "effect"
+ * import { SqliteStore } from "effect-resolve/sqlite"
+ *
+ * const Store = SqliteStore.layerConfig({ filename: Config.string("AGENT_DB").pipe(Config.withDefault("agent.db")) })
+ * ```
+ *
+ * @since 0.3.0
+ * @category layers
+ */
+export const layerConfig = (
+  config: Config.Config.Wrap<Options>
+): Layer.Layer<PendingStore, PendingStoreError | ConfigError.ConfigError> =>
+  Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))

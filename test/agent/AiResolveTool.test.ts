@@ -4,14 +4,14 @@ import { deepStrictEqual } from "@effect/vitest/utils"
 import { Effect, Layer } from "effect"
 import * as AiResolveTool from "../../src/agent/AiResolveTool.js"
 import * as ScriptedModel from "../../src/agent/ScriptedModel.js"
-import { queueResolveHandler, ResolveRuntime, ResolveTool, ToolChoiceQueue, ToolResult } from "../../src/index.js"
+import { ResolveRuntime, ResolveTool, stage, ToolChoiceQueue, ToolResult } from "../../src/index.js"
 
 const session = (script: ScriptedModel.Script) =>
   Layer.mergeAll(ScriptedModel.layer(script), AiResolveTool.layer, ResolveRuntime.layer)
 
 describe("AiResolveTool", () => {
   it("the provider sees exactly ResolveTool's JSON Schema: every property required, extra nullable text", () => {
-    const sent = Tool.getJsonSchema(AiResolveTool.ResolveAiTool as Tool.Any as any)
+    const sent = Tool.getJsonSchema(AiResolveTool.tool as Tool.Any as any)
     deepStrictEqual(sent, ResolveTool.parameters)
     deepStrictEqual((sent as { required?: unknown }).required, ["action", "reason", "extra", "id"])
   })
@@ -19,7 +19,7 @@ describe("AiResolveTool", () => {
   it.effect("in a plain generateText turn, resolve applies the in-flight preview", () =>
     Effect.gen(function*() {
       const queue = yield* ToolChoiceQueue
-      const handle = yield* queueResolveHandler({
+      const handle = yield* stage({
         label: "Edit: 1 file",
         sourceToolName: "edit",
         apply: () => Effect.succeed(ToolResult.text("written"))
@@ -27,7 +27,7 @@ describe("AiResolveTool", () => {
       yield* queue.nextToolChoice
       const response = yield* LanguageModel.generateText({
         prompt: "apply it",
-        toolkit: AiResolveTool.ResolveToolkit,
+        toolkit: AiResolveTool.toolkit,
         toolChoice: { tool: "resolve" }
       })
       yield* queue.resolve
@@ -40,7 +40,7 @@ describe("AiResolveTool", () => {
     Effect.gen(function*() {
       const response = yield* LanguageModel.generateText({
         prompt: "resolve",
-        toolkit: AiResolveTool.ResolveToolkit
+        toolkit: AiResolveTool.toolkit
       })
       const result = response.toolResults[0]!
       assert.isTrue(result.isFailure)
@@ -52,7 +52,7 @@ describe("AiResolveTool", () => {
     Effect.gen(function*() {
       const response = yield* LanguageModel.generateText({
         prompt: "resolve",
-        toolkit: AiResolveTool.ResolveToolkit
+        toolkit: AiResolveTool.toolkit
       })
       deepStrictEqual(
         response.toolResults.map((result) => [result.isFailure, (result.result as AiResolveTool.ResolveFailure).error]),
@@ -70,13 +70,13 @@ describe("AiResolveTool", () => {
     Effect.gen(function*() {
       const queue = yield* ToolChoiceQueue
       const seen: Array<unknown> = []
-      yield* queueResolveHandler({
+      yield* stage({
         label: "Plan: 1",
         sourceToolName: "plan",
         apply: (_reason, extra) => Effect.sync(() => (seen.push(extra), ToolResult.text("approved")))
       })
       yield* queue.nextToolChoice
-      const response = yield* LanguageModel.generateText({ prompt: "apply", toolkit: AiResolveTool.ResolveToolkit })
+      const response = yield* LanguageModel.generateText({ prompt: "apply", toolkit: AiResolveTool.toolkit })
       yield* queue.resolve
       assert.isFalse(response.toolResults[0]!.isFailure)
       deepStrictEqual(seen, [{ title: "my-plan" }])

@@ -96,6 +96,18 @@ describe("ProviderToolChoice", () => {
   })
 
   describe("toGeminiSchema", () => {
+    const problemAt = (schema: object) =>
+      Either.match(ProviderToolChoice.toGeminiSchema(schema), {
+        onLeft: (error) => [error.path, error.problem] as const,
+        onRight: () => ["accepted", ""] as const
+      })
+    const object = (properties: object) => ({ type: "object", properties, required: [] })
+    const nested = (levels: number, leaf: object = { type: "string" }) => {
+      let schema = leaf
+      for (let i = 0; i < levels; i++) schema = { type: "array", items: schema }
+      return schema
+    }
+
     it("turns nullable unions into nullable, inlines references, upper-cases types, drops what Gemini lacks", () => {
       const schema = {
         $schema: "http://json-schema.org/draft-07/schema#",
@@ -134,12 +146,6 @@ describe("ProviderToolChoice", () => {
     })
 
     it("what Gemini cannot express fails with UnsupportedGeminiSchema naming where", () => {
-      const problemAt = (schema: object) =>
-        Either.match(ProviderToolChoice.toGeminiSchema(schema), {
-          onLeft: (error) => [error.path, error.problem] as const,
-          onRight: () => ["accepted", ""] as const
-        })
-      const object = (properties: object) => ({ type: "object", properties, required: [] })
       deepStrictEqual(problemAt(object({ a: { anyOf: [{ type: "string" }, { type: "number" }] } }))[0], "a")
       deepStrictEqual(problemAt(object({ a: { oneOf: [{ type: "string" }], type: "string" } }))[0], "a")
       deepStrictEqual(problemAt(object({ a: { type: "integer", enum: [1, 2] } }))[0], "a")
@@ -158,6 +164,54 @@ describe("ProviderToolChoice", () => {
         Either.getLeft(ProviderToolChoice.toGeminiSchema(object({ a: { type: "null" } }))).pipe(Option.getOrThrow)
           .message,
         "cannot be sent to Gemini: at a,"
+      )
+    })
+
+    it("bounds the real nesting, with or without $ref: a schema deeper than 32 levels is refused, not walked", () => {
+      deepStrictEqual(problemAt(object({ a: nested(30) }))[0], "accepted")
+      const deep = `a${".items".repeat(32)}`
+      deepStrictEqual(problemAt(object({ a: nested(40) })), [
+        deep,
+        "it nests deeper than 32 levels; simplify the schema"
+      ])
+      // Deeper than the stack: refused, not a RangeError.
+      deepStrictEqual(problemAt(object({ a: nested(100_000) }))[0], deep)
+      // Levels reached through references count where they are used.
+      const viaRefs = {
+        ...object({ a: { $ref: "#/$defs/Deep" } }),
+        $defs: { Deep: nested(20, { $ref: "#/definitions/Deeper" }) },
+        definitions: { Deeper: nested(20) }
+      }
+      deepStrictEqual(problemAt(viaRefs)[0], deep)
+    })
+
+    it("a cycle ends: a schema that contains itself, definitions that refer to each other", () => {
+      const itself: Record<string, unknown> = { type: "object", required: [] }
+      itself.properties = { self: itself, other: { type: "string" } }
+      deepStrictEqual(problemAt(itself), [
+        Array.from({ length: 33 }, () => "self").join("."),
+        "it nests deeper than 32 levels; simplify the schema"
+      ])
+      const mutual = {
+        ...object({ a: { anyOf: [{ $ref: "#/$defs/A" }, { type: "null" }] } }),
+        $defs: { A: object({ b: { $ref: "#/$defs/B" } }), B: object({ a: { $ref: "#/$defs/A" } }) }
+      }
+      deepStrictEqual(problemAt(mutual), ["a.b.a", "#/$defs/A is recursive, and Gemini's schema has no references"])
+    })
+
+    it("definitions that use each other many times are refused once inlining them passes 100 000 objects", () => {
+      const defs: Record<string, object> = { D16: { type: "string" } }
+      for (let i = 15; i >= 0; i--) {
+        defs[`D${i}`] = object({ l: { $ref: `#/$defs/D${i + 1}` }, r: { $ref: `#/$defs/D${i + 1}` } })
+      }
+      const [, problem] = problemAt({ ...object({ a: { $ref: "#/$defs/D0" } }), $defs: defs })
+      deepStrictEqual(
+        problem,
+        "it makes the schema exceed 100000 objects once its definitions are inlined; simplify it"
+      )
+      // Used a few times, they are inlined as usual.
+      assert.isTrue(
+        Either.isRight(ProviderToolChoice.toGeminiSchema({ ...object({ a: { $ref: "#/$defs/D8" } }), $defs: defs }))
       )
     })
   })

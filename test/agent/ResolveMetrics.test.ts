@@ -9,7 +9,7 @@ import { Effect, Layer, Metric, Schema } from "effect"
 import * as ResolveMetrics from "../../src/agent/ResolveMetrics.js"
 import * as ScriptedModel from "../../src/agent/ScriptedModel.js"
 import { TurnDriver } from "../../src/agent/TurnDriver.js"
-import { PendingActions, PendingStoreError, queueResolveHandler, ResolveConfig, ToolResult } from "../../src/index.js"
+import { PendingActions, PendingStoreError, ResolveConfig, stage, ToolResult } from "../../src/index.js"
 
 const Edit = Tool.make("edit", {
   parameters: { file: Schema.String },
@@ -21,7 +21,7 @@ const Tools = Toolkit.make(Edit)
 const handlers = Tools.toLayer({
   edit: ({ file }) =>
     Effect.as(
-      queueResolveHandler({
+      stage({
         label: `Edit: ${file}`,
         sourceToolName: "edit",
         apply: () => Effect.succeed(ToolResult.text(`Wrote ${file}`))

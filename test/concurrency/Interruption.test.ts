@@ -9,11 +9,11 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Fiber, Ref } from "effect"
 import { deepStrictEqual } from "node:assert/strict"
 import {
-  PendingAction,
   PendingActions,
-  queueResolveHandler,
+  Preview,
   ResolveRuntime,
   ResolveTool,
+  stage,
   ToolChoiceQueue,
   ToolResult
 } from "../../src/index.js"
@@ -25,7 +25,7 @@ const runInterruptedAt = (k: number, action: "apply" | "discard") =>
     const queue = yield* ToolChoiceQueue
     const files = yield* Ref.make({ a: "old a", b: "old b" })
     const applies = yield* Ref.make(0)
-    const handle = yield* queueResolveHandler({
+    const handle = yield* stage({
       label: "Edit: 2 replacements in 2 files",
       sourceToolName: "edit",
       apply: () =>
@@ -34,7 +34,7 @@ const runInterruptedAt = (k: number, action: "apply" | "discard") =>
           yield* Effect.yieldNow()
           const current = yield* Ref.get(files)
           yield* Effect.yieldNow()
-          yield* PendingAction.commit(Effect.gen(function*() {
+          yield* Preview.commit(Effect.gen(function*() {
             yield* Ref.update(applies, (n) => n + 1)
             yield* Ref.set(files, { ...current, a: "new a" })
             yield* Effect.yieldNow()
@@ -126,7 +126,7 @@ describe("interruption at every yield point of resolve", () => {
   it.effect("a resolve fiber interrupted before it runs leaves the in-flight preview resolvable", () =>
     Effect.gen(function*() {
       const queue = yield* ToolChoiceQueue
-      const handle = yield* queueResolveHandler({
+      const handle = yield* stage({
         label: "Edit",
         sourceToolName: "edit",
         apply: () => Effect.succeed(ToolResult.text("ok"))

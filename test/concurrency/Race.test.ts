@@ -8,17 +8,10 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Duration, Effect, Option, Random, Ref } from "effect"
 import { deepStrictEqual } from "node:assert/strict"
-import {
-  PendingAction,
-  queueResolveHandler,
-  ResolveRuntime,
-  ResolveTool,
-  ToolChoiceQueue,
-  ToolResult
-} from "../../src/index.js"
+import { Preview, ResolveRuntime, ResolveTool, stage, ToolChoiceQueue, ToolResult } from "../../src/index.js"
 
 const bound = Duration.seconds(20)
-const terminal = new Set<PendingAction.PendingStatus>(["applied", "discarded", "cleared"])
+const terminal = new Set<Preview.PendingStatus>(["applied", "discarded", "cleared"])
 
 // Yield to the other fibers every 32 operations instead of 2048. (Below about 16, a fiber's own yield costs more
 // operations than the budget and it never makes progress.)
@@ -27,17 +20,17 @@ const interleaved = <A, E, R>(self: Effect.Effect<A, E, R>) => Effect.withMaxOps
 /** A session with `count` helpers to stage actions whose apply commits (counts) once per call. */
 const makeStage = Effect.gen(function*() {
   const applied = yield* Ref.make(new Map<string, number>())
-  const handles: Array<PendingAction.PendingActionHandle> = []
-  const stage = (source: string) =>
+  const handles: Array<Preview.Handle> = []
+  const stageOne = (source: string) =>
     Effect.tap(
-      queueResolveHandler({
+      stage({
         label: `Edit by ${source}`,
         sourceToolName: source,
         apply: () =>
           Effect.gen(function*() {
             yield* Effect.yieldNow()
             const handle = handles.find((h) => h.label === `Edit by ${source}`)!
-            yield* PendingAction.commit(
+            yield* Preview.commit(
               Ref.update(applied, (m) => new Map(m).set(handle.id, (m.get(handle.id) ?? 0) + 1))
             )
             return ToolResult.text(`applied ${source}`)
@@ -45,12 +38,12 @@ const makeStage = Effect.gen(function*() {
       }),
       (handle) => Effect.sync(() => handles.push(handle))
     )
-  return { applied, handles, stage }
+  return { applied, handles, stageOne }
 })
 
 /** Every action is terminal after a final `clear`, and applied at most once — exactly once when applied. */
 const checkEndsOnce = (
-  handles: ReadonlyArray<PendingAction.PendingActionHandle>,
+  handles: ReadonlyArray<Preview.Handle>,
   applied: Ref.Ref<Map<string, number>>
 ) =>
   Effect.gen(function*() {
@@ -70,9 +63,9 @@ const checkEndsOnce = (
 describe("concurrency", () => {
   it.live("1000 fibers racing resolve on one in-flight preview apply it exactly once", () =>
     Effect.gen(function*() {
-      const { applied, handles, stage } = yield* makeStage
+      const { applied, handles, stageOne } = yield* makeStage
       const queue = yield* ToolChoiceQueue
-      yield* stage("edit")
+      yield* stageOne("edit")
       yield* queue.nextToolChoice
       const results = yield* Effect.forEach(
         Array.from({ length: 1_000 }, (_, i) => i),
@@ -93,14 +86,14 @@ describe("concurrency", () => {
 
   it.live("1000 fibers staging, serving, resolving, clearing and removing: nothing applied twice or lost", () =>
     Effect.gen(function*() {
-      const { applied, handles, stage } = yield* makeStage
+      const { applied, handles, stageOne } = yield* makeStage
       const queue = yield* ToolChoiceQueue
       const sources = ["edit", "write", "ast_edit", "rename"]
       const fiber = (i: number) =>
         Effect.gen(function*() {
           const r = yield* Random.nextIntBetween(0, 100)
           if (r < 30) {
-            yield* stage(`${sources[i % sources.length]}-${i}`)
+            yield* stageOne(`${sources[i % sources.length]}-${i}`)
           } else if (r < 55) {
             yield* queue.nextToolChoice
           } else if (r < 80) {
@@ -138,14 +131,14 @@ describe("concurrency", () => {
     }).pipe(Effect.timeout(bound), Effect.provide(ResolveRuntime.layer)))
 
   // Every yield budget from 16 to 47 operations, so the fibers' yields land at every offset inside the serve step.
-  it.live("fibers serving while others stage, at every yield offset: no in-flight value is overwritten", () =>
+  it.live("fibers serving while others stageOne, at every yield offset: no in-flight value is overwritten", () =>
     Effect.forEach(Array.from({ length: 32 }, (_, i) => 16 + i), (budget) =>
       Effect.gen(function*() {
-        const { applied, handles, stage } = yield* makeStage
+        const { applied, handles, stageOne } = yield* makeStage
         const queue = yield* ToolChoiceQueue
         yield* Effect.forEach(
           Array.from({ length: 200 }, (_, i) => i),
-          (i) => i % 2 === 0 ? Effect.asVoid(stage(`s${i}`)) : Effect.asVoid(queue.nextToolChoice),
+          (i) => i % 2 === 0 ? Effect.asVoid(stageOne(`s${i}`)) : Effect.asVoid(queue.nextToolChoice),
           { concurrency: "unbounded", discard: true }
         ).pipe(Effect.withMaxOpsBeforeYield(budget))
         const labels = [...(yield* queue.inspect), ...Option.toArray(Option.map(yield* queue.inFlight, (f) => f.label))]

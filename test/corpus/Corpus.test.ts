@@ -7,14 +7,7 @@ import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
 import { deepStrictEqual } from "node:assert/strict"
 import { readFileSync } from "node:fs"
-import {
-  queueResolveHandler,
-  ResolveRuntime,
-  ResolveTool,
-  SteeringBus,
-  ToolChoiceQueue,
-  ToolResult
-} from "../../src/index.js"
+import { ResolveRuntime, ResolveTool, stage, SteeringBus, ToolChoiceQueue, ToolResult } from "../../src/index.js"
 
 interface Case {
   readonly name: string
@@ -62,7 +55,7 @@ describe("malformed resolve inputs", () => {
       const queue = yield* ToolChoiceQueue
       const bus = yield* SteeringBus
       let applied = 0
-      const handle = yield* queueResolveHandler({
+      const handle = yield* stage({
         label: "Edit: 1 replacement in 1 file",
         sourceToolName: "edit",
         apply: () => Effect.sync(() => (applied++, ToolResult.text("applied")))

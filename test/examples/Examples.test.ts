@@ -1,5 +1,5 @@
 /**
- * Every README example runs as printed: each marked block of the README equals its file under examples/, and the
+ * Every example of the README and docs/ runs as printed: each marked block equals its file under examples/, and the
  * output block under it equals what the file prints (scripts/readme-examples.ts; `npm run readme` rewrites the
  * blocks). The files import the package by name, as a user's code would; tsconfig.json maps the name to src/ (tsx
  * follows the mapping), so they run from the sources with no build (test/layout/Package.test.ts checks the build as
@@ -9,30 +9,42 @@
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
 import { execFile } from "node:child_process"
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
-import { blocks, root, runExample } from "../../scripts/readme-examples.js"
+import { blocks, documents, root, runExample } from "../../scripts/readme-examples.js"
 import { postgresForTests } from "../support/pgTest.js"
 import { freshSchema } from "../support/postgres.js"
 import * as ProviderServer from "../support/ProviderServer.js"
 
-const readme = readFileSync(join(root, "README.md"), "utf8")
-const marked = blocks(readme)
+const marked = documents().flatMap((document) =>
+  blocks(readFileSync(join(root, document), "utf8")).map((block) => ({ document, ...block }))
+)
 
-describe("README examples", () => {
-  it("the README shows examples, each a file", () => {
+describe("README and docs/ examples", () => {
+  it("the README and docs/ show examples, each a file, each once", () => {
     assert.isAtLeast(marked.length, 8)
+    assert.isAtLeast(marked.filter((block) => block.document === "README.md").length, 2)
     assert.strictEqual(new Set(marked.map((block) => block.file)).size, marked.length)
   })
 
+  it("every example is shown, or run by a test below", () => {
+    const shown = new Set(marked.map((block) => block.file))
+    const own = readFileSync(new URL(import.meta.url), "utf8")
+    const missing = readdirSync(join(root, "examples"))
+      .filter((name) => name.endsWith(".ts"))
+      .map((name) => `examples/${name}`)
+      .filter((file) => !shown.has(file) && !own.includes(`"${file}"`))
+    assert.deepStrictEqual(missing, [])
+  })
+
   for (const block of marked) {
-    it(`${block.file}: the README shows the file as it is`, () => {
+    it(`${block.file}: ${block.document} shows the file as it is`, () => {
       assert.strictEqual(block.code, readFileSync(join(root, block.file), "utf8"), "run `npm run readme`")
     })
     if (block.output !== undefined) {
-      it(`${block.file}: runs and prints what the README shows`, async () => {
+      it(`${block.file}: runs and prints what ${block.document} shows`, async () => {
         assert.strictEqual(await runExample(block.file), block.output, "run `npm run readme`")
       }, 120_000)
     }
@@ -132,8 +144,9 @@ describe("examples/cluster.ts: two runner processes and a client", () => {
       const pg = await postgresForTests()
       if (pg._tag === "Unavailable") return
       const { stdout } = await run({ EFFECT_RESOLVE_PG_URL: await Effect.runPromise(freshSchema(pg.url)) })
-      const readmeOutput = /```text\n(Runner A was killed[\s\S]*?)```/.exec(readme)?.[1]
-      assert.strictEqual(stdout, readmeOutput, "the README shows what the example prints")
+      const doc = readFileSync(join(root, "docs/cluster.md"), "utf8")
+      const shown = /```text\n(Runner A was killed[\s\S]*?)```/.exec(doc)?.[1]
+      assert.strictEqual(stdout, shown, "docs/cluster.md shows what the example prints")
     },
     180_000
   )

@@ -9,11 +9,11 @@ import { Cause, Effect, Exit, Fiber, Layer, Logger, Option, Ref, Stream } from "
 import { deepStrictEqual } from "node:assert/strict"
 import {
   ApplyFailed,
-  PendingAction,
   PendingActions,
-  queueResolveHandler,
+  Preview,
   ResolveRuntime,
   ResolveTool,
+  stage,
   StandingResolveHandler,
   SteeringBus,
   ToolChoiceQueue,
@@ -127,7 +127,7 @@ describe("pending-action callbacks that fail or die", () => {
         const queue = yield* ToolChoiceQueue
         const bus = yield* SteeringBus
         let fail = true
-        const handle = yield* queueResolveHandler({
+        const handle = yield* stage({
           label: "Edit",
           sourceToolName: "edit",
           apply: () => Effect.succeed(ToolResult.text("applied")),
@@ -156,7 +156,7 @@ describe("pending-action callbacks that fail or die", () => {
     withSession(() =>
       Effect.gen(function*() {
         const queue = yield* ToolChoiceQueue
-        const handle = yield* queueResolveHandler({
+        const handle = yield* stage({
           label: "Edit",
           sourceToolName: "edit",
           apply: () => Effect.succeed(ToolResult.text("applied")),
@@ -209,7 +209,7 @@ describe("pending-action callbacks that fail or die", () => {
       withSession(() =>
         Effect.gen(function*() {
           const queue = yield* ToolChoiceQueue
-          const handle = yield* queueResolveHandler({
+          const handle = yield* stage({
             label: "Migrate",
             sourceToolName: "migrate",
             apply: () => failure as Effect.Effect<never, unknown>
@@ -228,14 +228,14 @@ describe("pending-action callbacks that fail or die", () => {
       Effect.gen(function*() {
         const queue = yield* ToolChoiceQueue
         const value = Object.assign(Object.create(null), { n: 1n })
-        yield* queueResolveHandler({ label: "X", sourceToolName: "x", apply: () => Effect.fail(value) })
+        yield* stage({ label: "X", sourceToolName: "x", apply: () => Effect.fail(value) })
         yield* queue.nextToolChoice
         const exit = yield* Effect.exit(ResolveTool.execute({ action: "apply", reason: "go" }))
         const error = failureOf(exit)
         assert.instanceOf(error, ApplyFailed)
         if (!(error instanceof ApplyFailed)) return
-        assert.instanceOf(error.cause, PendingAction.UnprintableFailure)
-        assert.strictEqual((error.cause as PendingAction.UnprintableFailure).original, value)
+        assert.instanceOf(error.cause, Preview.UnprintableFailure)
+        assert.strictEqual((error.cause as Preview.UnprintableFailure).original, value)
         assert.strictEqual((error.cause as Error).message, "{\"n\":1n}")
         // effect's own printer (and so a rejected Effect.runPromise) works on it.
         assert.include(Cause.pretty(Exit.isFailure(exit) ? exit.cause : Cause.empty), "Apply failed: {\"n\":1n}")
@@ -252,7 +252,7 @@ describe("pending-action callbacks that fail or die", () => {
         const queue = yield* ToolChoiceQueue
         const circular: Record<string, unknown> = {}
         circular.self = circular
-        yield* queueResolveHandler({ label: "X", sourceToolName: "x", apply: () => Effect.fail(circular) })
+        yield* stage({ label: "X", sourceToolName: "x", apply: () => Effect.fail(circular) })
         yield* queue.nextToolChoice
         const error = yield* Effect.flip(ResolveTool.execute({ action: "apply", reason: "go" }))
         assert.strictEqual(error._tag, "ApplyFailed")
@@ -286,12 +286,12 @@ describe("steering faults", () => {
         const subscription = yield* bus.subscribe
         const observer = yield* Effect.fork(Stream.runForEach(subscription, () => Effect.die("observer crashed")))
         yield* Effect.yieldNow()
-        yield* queueResolveHandler({
+        yield* stage({
           label: "Edit",
           sourceToolName: "edit",
           apply: () => Effect.succeed(ToolResult.text("ok"))
         })
-        yield* queueResolveHandler({
+        yield* stage({
           label: "Edit 2",
           sourceToolName: "edit",
           apply: () => Effect.succeed(ToolResult.text("ok"))
@@ -307,7 +307,7 @@ describe("steering faults", () => {
   it.effect("a steering bus that dies: staging reports the defect, and the pushed directive stays resolvable", () =>
     Effect.gen(function*() {
       const queue = yield* ToolChoiceQueue
-      const exit = yield* Effect.exit(queueResolveHandler({
+      const exit = yield* Effect.exit(stage({
         label: "Edit",
         sourceToolName: "edit",
         apply: () => Effect.succeed(ToolResult.text("applied"))

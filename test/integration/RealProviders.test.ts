@@ -16,13 +16,13 @@ import { deepStrictEqual } from "@effect/vitest/utils"
 import { Effect, Layer, Option, Redacted, Ref, Schema } from "effect"
 import { ProviderToolChoice, TurnDriver } from "../../src/ai.js"
 import {
-  type PendingAction,
   PendingActions,
   PendingStoreError,
-  queueResolveHandler,
+  type Preview,
   ResolveConfig,
   type ResolveConfigShape,
   ResolveTool,
+  stage,
   SteeringMessage,
   ToolChoice,
   ToolResult
@@ -41,14 +41,14 @@ const Tools = Toolkit.make(Edit)
 
 interface World {
   readonly files: Ref.Ref<Record<string, string>>
-  readonly handles: Ref.Ref<ReadonlyArray<PendingAction.PendingActionHandle>>
+  readonly handles: Ref.Ref<ReadonlyArray<Preview.Handle>>
 }
 
 const handlers = (world: World) =>
   Tools.toLayer({
     edit: ({ file, text }) =>
       Effect.gen(function*() {
-        const handle = yield* queueResolveHandler({
+        const handle = yield* stage({
           label: `Edit: 1 file (${file})`,
           sourceToolName: "edit",
           apply: () =>
@@ -61,7 +61,7 @@ const handlers = (world: World) =>
 
 const makeWorld = Effect.all({
   files: Ref.make<Record<string, string>>({}),
-  handles: Ref.make<ReadonlyArray<PendingAction.PendingActionHandle>>([])
+  handles: Ref.make<ReadonlyArray<Preview.Handle>>([])
 })
 
 const statusOf = (world: World) => Effect.flatMap(Ref.get(world.handles), (handles) => handles[0]!.status)

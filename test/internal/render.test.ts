@@ -4,7 +4,7 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { FastCheck as fc } from "effect"
-import { capText, messageOf, renderUnknown } from "../../src/internal/render.js"
+import { capText, innerMessageOf, messageOf, renderUnknown } from "../../src/internal/render.js"
 import { build, recipe } from "../support/hostile.js"
 
 const loneSurrogate = /\p{Surrogate}/u
@@ -75,7 +75,8 @@ describe("renderUnknown", () => {
     fc.assert(
       fc.property(recipe, fc.integer({ min: 1, max: 3_000 }), (r, max) => {
         const value = build(r)
-        for (const text of [renderUnknown(value, max), messageOf(value, max)]) {
+        const wrapped = { _tag: "SqlError", message: "Failed to execute statement", cause: value }
+        for (const text of [renderUnknown(value, max), messageOf(value, max), innerMessageOf(wrapped, max)]) {
           assert.isString(text)
           assert.isAtMost(text.length, max)
           assert.isFalse(loneSurrogate.test(text))
@@ -95,5 +96,30 @@ describe("messageOf", () => {
     assert.strictEqual(messageOf({ message: 42n }), "{\"message\":42n}")
     assert.strictEqual(messageOf(""), "\"\"")
     assert.strictEqual(messageOf(null), "null")
+  })
+})
+
+describe("innerMessageOf", () => {
+  // What @effect/sql's errors look like: a generic message over the driver's error.
+  const sqlError = (cause: unknown) => ({ _tag: "SqlError", message: "Failed to execute statement", cause })
+  const driverError = Object.assign(new Error("SQLITE_BUSY: database is locked"), {
+    cause: new Error("database is locked")
+  })
+
+  it("describes what a SqlError or a MigrationError wraps, through several wrappers", () => {
+    assert.strictEqual(innerMessageOf(sqlError(driverError)), "SQLITE_BUSY: database is locked")
+    const migration = { _tag: "MigrationError", message: "Migration \"1_tables\" failed", cause: sqlError(driverError) }
+    assert.strictEqual(innerMessageOf(migration), "SQLITE_BUSY: database is locked")
+    assert.strictEqual(innerMessageOf(sqlError(driverError), 10), "SQLITE_BU…")
+  })
+
+  it("is messageOf for anything else: a wrapper whose cause says nothing, an error that is not a wrapper", () => {
+    assert.strictEqual(innerMessageOf(sqlError({ code: 5 })), "Failed to execute statement")
+    assert.strictEqual(innerMessageOf(sqlError(new Error(""))), "Failed to execute statement")
+    assert.strictEqual(innerMessageOf(driverError), "SQLITE_BUSY: database is locked")
+    assert.strictEqual(innerMessageOf("disk full"), "disk full")
+    const cycle: Record<string, unknown> = sqlError(undefined)
+    cycle.cause = cycle
+    assert.strictEqual(innerMessageOf(cycle), "Failed to execute statement")
   })
 })

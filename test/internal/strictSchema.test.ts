@@ -4,9 +4,9 @@
  * the `null` of a formerly optional property back into an absent one.
  */
 import { assert, describe, it } from "@effect/vitest"
-import { Either, FastCheck as fc } from "effect"
+import { Either, FastCheck as fc, Option } from "effect"
 import { deepStrictEqual } from "node:assert/strict"
-import { type StrictProblem, type StrictSchema, toStrict } from "../../src/internal/strictSchema.js"
+import { inlineDefinitions, type StrictProblem, type StrictSchema, toStrict } from "../../src/internal/strictSchema.js"
 import { strictViolations } from "../support/strictRules.js"
 
 const strict = (schema: unknown): StrictSchema => {
@@ -248,6 +248,79 @@ describe("toStrict refusals", () => {
     ;(cycle.properties as Record<string, unknown>).self = cycle
     assert.include(refusal(cycle).problem, "nests objects more than 10 levels deep")
     assert.include(refusal({ type: "object", properties: { n: { const: 1n } } }).problem, "const")
+  })
+})
+
+describe("inlineDefinitions", () => {
+  const object = (properties: object) => ({ type: "object", properties })
+
+  it("inlines $defs and definitions (keywords beside a $ref win), keeps a recursive $ref with the definitions", () => {
+    const tree = object({ child: { $ref: "#/$defs/Tree" } })
+    const schema = {
+      ...object({
+        a: { $ref: "#/$defs/A", description: "beside" },
+        b: { $ref: "#/definitions/B" },
+        // Property names are not keywords: a property may be called "$defs".
+        $defs: { type: "boolean" },
+        tree: { $ref: "#/$defs/Tree" }
+      }),
+      $defs: { A: { type: "string", description: "own" }, Tree: tree },
+      definitions: { B: { type: "integer" } }
+    }
+    deepStrictEqual(
+      inlineDefinitions(schema),
+      Either.right({
+        ...object({
+          a: { type: "string", description: "beside" },
+          b: { type: "integer" },
+          $defs: { type: "boolean" },
+          tree
+        }),
+        $defs: schema.$defs,
+        definitions: schema.definitions
+      })
+    )
+  })
+
+  it("follows a $ref whose name holds / or ~ (escaped as ~1 and ~0, as effect's JSONSchema writes it)", () => {
+    const schema = {
+      ...object({ a: { $ref: "#/$defs/pkg~1Name~0v1" } }),
+      $defs: { "pkg/Name~v1": { type: "string" } }
+    }
+    deepStrictEqual(
+      inlineDefinitions(schema),
+      Either.right(object({ a: { type: "string" } }))
+    )
+  })
+
+  it("refuses, naming where, a schema nested too deeply or one that contains itself, instead of overflowing", () => {
+    let deep: object = { type: "string" }
+    for (let i = 0; i < 100_000; i++) deep = { anyOf: [{ type: "array", items: deep }, { type: "null" }] }
+    const refused = inlineDefinitions(object({ a: deep }))
+    assert.isTrue(Either.isLeft(refused))
+    const { at, path, problem } = Either.getLeft(refused).pipe(Option.getOrThrow)
+    assert.strictEqual(problem, "nests deeper than 64 levels; simplify the schema")
+    assert.isTrue(path.startsWith("parameters.properties.a.anyOf[0].items.anyOf[0].items"), path)
+    deepStrictEqual(at.slice(0, 5), ["properties", "a", "anyOf", 0, "items"])
+    const itself: Record<string, unknown> = { type: "object" }
+    itself.properties = { self: itself }
+    deepStrictEqual(
+      Either.getLeft(inlineDefinitions(itself, { maxDepth: 2, maxNodes: 100 })).pipe(Option.map((p) => p.path)),
+      Option.some("parameters.properties.self.properties.self.properties.self")
+    )
+  })
+
+  it("refuses definitions that expand past maxNodes objects (each use of a definition is a copy)", () => {
+    const defs: Record<string, object> = { D10: { type: "string" } }
+    for (let i = 9; i >= 0; i--) {
+      defs[`D${i}`] = object({ l: { $ref: `#/$defs/D${i + 1}` }, r: { $ref: `#/$defs/D${i + 1}` } })
+    }
+    const schema = { ...object({ a: { $ref: "#/$defs/D0" } }), $defs: defs }
+    assert.isTrue(Either.isRight(inlineDefinitions(schema, { maxDepth: 64, maxNodes: 20_000 })))
+    deepStrictEqual(
+      Either.getLeft(inlineDefinitions(schema, { maxDepth: 64, maxNodes: 1_000 })).pipe(Option.map((p) => p.problem)),
+      Option.some("makes the schema exceed 1000 objects once its definitions are inlined; simplify it")
+    )
   })
 })
 

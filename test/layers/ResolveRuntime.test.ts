@@ -1,18 +1,26 @@
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
-import { Deferred, Effect, Layer, ManagedRuntime, Option, Ref } from "effect"
+import { Deferred, Effect, Layer, ManagedRuntime, Option, Ref, Schema } from "effect"
 import {
+  ActionKind,
   InvalidResolveParams,
   NoPendingAction,
   PendingAction,
+  PendingActions,
+  type PendingActionSpec,
+  PendingStore,
+  Preview,
   queueResolveHandler,
+  resolve,
   ResolveRuntime,
   runResolve,
+  stageKind,
   StandingResolveHandler,
   SteeringBus,
   ToolChoiceQueue,
   ToolResult
 } from "../../src/index.js"
+import { makeMemory } from "../../src/services/PendingStore.js"
 
 /** A session runtime, disposed after `f` whatever happens. */
 const withSession = async <A>(
@@ -148,4 +156,62 @@ describe("runResolve", () => {
       const result = await runResolve(session, { action: "discard", reason: "no" }, { signal: controller.signal })
       assert.strictEqual(ToolResult.textOf(result), "Discarded: Edit. Reason: no")
     }))
+})
+
+describe("ResolveRuntime.layerDurable and the 0.2 names", () => {
+  const Note = ActionKind.make({
+    name: "note",
+    payload: Schema.Struct({ text: Schema.String }),
+    apply: ({ text }) => Effect.succeed(ToolResult.text(`noted ${text}`))
+  })
+
+  it.live("layerDurable requires the store the app provides; what it stages is there for the next build", () =>
+    Effect.gen(function*() {
+      const store = Layer.succeed(PendingStore, makeMemory())
+      const session = ResolveRuntime.layerDurable({ session: "s", kinds: [Note] }).pipe(Layer.provide(store))
+      const id = yield* Effect.scoped(Effect.flatMap(
+        Layer.build(session),
+        (context) =>
+          Effect.provide(
+            Effect.map(stageKind(Note, { text: "a" }, { label: "Note", sourceToolName: "note" }), (h) => h.id),
+            context
+          )
+      ))
+      const listed = yield* Effect.scoped(Effect.flatMap(
+        Layer.build(session),
+        (context) => Effect.provide(Effect.flatMap(PendingActions, (p) => p.list), context)
+      ))
+      deepStrictEqual(listed.map((info) => [info.id, info.status]), [[id, "pending"]])
+    }))
+
+  it.live("the deprecated ResolveRuntime.durable still builds a session on the store it is given", () =>
+    Effect.gen(function*() {
+      const store = Layer.succeed(PendingStore, makeMemory())
+      const result = yield* Effect.scoped(Effect.flatMap(
+        Layer.build(ResolveRuntime.durable({ session: "s", store, kinds: [Note] })),
+        (context) =>
+          Effect.provide(
+            Effect.gen(function*() {
+              const handle = yield* stageKind(Note, { text: "b" }, { label: "Note", sourceToolName: "note" })
+              return yield* resolve({ action: "apply", reason: "ok", id: handle.id })
+            }),
+            context
+          )
+      ))
+      assert.strictEqual(ToolResult.textOf(result), "noted b")
+    }))
+})
+
+describe("the 0.2 names of the core", () => {
+  it("PendingAction is the Preview module under its old name", () => {
+    assert.strictEqual(PendingAction.commit, Preview.commit)
+    assert.strictEqual(PendingAction.directiveLabel("edit"), Preview.directiveLabel("edit"))
+    const spec: PendingActionSpec = {
+      label: "x",
+      sourceToolName: "t",
+      apply: () => Effect.succeed(ToolResult.text(""))
+    }
+    const same: Preview.Spec = spec
+    assert.strictEqual(same.label, "x")
+  })
 })

@@ -72,9 +72,9 @@ describe("the published package", () => {
       "--input-type=module",
       "-e",
       `import { Effect } from "effect"
-import { queueResolveHandler, ResolveRuntime, ResolveTool, ToolResult } from "effect-resolve"
+import { stage, ResolveRuntime, ResolveTool, ToolResult } from "effect-resolve"
 const program = Effect.gen(function*() {
-  yield* queueResolveHandler({ label: "Edit: a", sourceToolName: "edit", apply: () => Effect.succeed(ToolResult.text("applied")) })
+  yield* stage({ label: "Edit: a", sourceToolName: "edit", apply: () => Effect.succeed(ToolResult.text("applied")) })
   return ToolResult.textOf(yield* ResolveTool.execute({ action: "apply", reason: "ok" }))
 })
 console.log(await Effect.runPromise(program.pipe(Effect.provide(ResolveRuntime.layer))))`
@@ -84,7 +84,7 @@ console.log(await Effect.runPromise(program.pipe(Effect.provide(ResolveRuntime.l
   })
 
   it("require() loads the core entry too (Node 20.19 or later)", () => {
-    const run = node(["-e", "console.log(typeof require('effect-resolve').queueResolveHandler)"])
+    const run = node(["-e", "console.log(typeof require('effect-resolve').stage)"])
     assert.strictEqual(run.stdout.trim(), "function", run.stderr)
   })
 

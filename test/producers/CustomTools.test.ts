@@ -15,11 +15,11 @@ const turn = (call: { readonly action: "apply" | "discard"; readonly reason: str
     return exit
   })
 
-describe("pushPendingAction", () => {
-  it.effect("forwards into queueResolveHandler with sourceToolName custom_tool; apply gets reason and extra", () =>
+describe("CustomTools.stage", () => {
+  it.effect("forwards into stage with sourceToolName custom_tool; apply gets reason and extra", () =>
     Effect.gen(function*() {
       const calls: Array<unknown> = []
-      const handle = yield* CustomTools.pushPendingAction({
+      const handle = yield* CustomTools.stage({
         label: "Deploy: api",
         apply: async (reason, extra) => {
           calls.push([reason, extra])
@@ -41,7 +41,7 @@ describe("pushPendingAction", () => {
 
   it.effect("forwards a given sourceToolName and a returned ToolResult's details", () =>
     Effect.gen(function*() {
-      yield* CustomTools.pushPendingAction({
+      yield* CustomTools.stage({
         label: "Deploy: api",
         sourceToolName: "deploy",
         apply: () => ToolResult.text("done", { version: 3 })
@@ -56,7 +56,7 @@ describe("pushPendingAction", () => {
   it.effect("a thrown Error becomes ApplyFailed and the action stays pending", () =>
     Effect.gen(function*() {
       let attempts = 0
-      const handle = yield* CustomTools.pushPendingAction({
+      const handle = yield* CustomTools.stage({
         label: "Deploy: api",
         apply: async () => {
           if (attempts++ === 0) throw new Error("registry unreachable")
@@ -73,7 +73,7 @@ describe("pushPendingAction", () => {
 
   it.effect("a synchronous throw and a thrown string are apply failures too", () =>
     Effect.gen(function*() {
-      yield* CustomTools.pushPendingAction({
+      yield* CustomTools.stage({
         label: "a",
         apply: () => {
           throw "disk full"
@@ -91,7 +91,7 @@ describe("pushPendingAction", () => {
           { isToolError: true, message: "Deploying prod needs a ticket." }
         ]
       ) {
-        const handle = yield* CustomTools.pushPendingAction({
+        const handle = yield* CustomTools.stage({
           label: "Deploy: prod",
           apply: async () => {
             throw thrown
@@ -108,19 +108,19 @@ describe("pushPendingAction", () => {
 
   it.effect("an apply that returns something else is an apply failure", () =>
     Effect.gen(function*() {
-      yield* CustomTools.pushPendingAction({ label: "a", apply: async () => 42 as any })
+      yield* CustomTools.stage({ label: "a", apply: async () => 42 as any })
       const error = failureOf(yield* turn({ action: "apply", reason: "ok" }))
       assert.strictEqual(error.message, "Apply failed: apply returned number, not a ToolResult or a string")
     }).pipe(Effect.provide(ResolveRuntime.layer)))
 
   it.effect("reject: nothing returned → default text; a string → that text; a throw → ToolError", () =>
     Effect.gen(function*() {
-      yield* CustomTools.pushPendingAction({ label: "A: one", apply: () => "x", reject: async () => undefined })
+      yield* CustomTools.stage({ label: "A: one", apply: () => "x", reject: async () => undefined })
       const first = successOf(yield* turn({ action: "discard", reason: "no" }))
       assert.strictEqual(ToolResult.textOf(first), "Discarded: A: one. Reason: no")
 
       const seen: Array<unknown> = []
-      yield* CustomTools.pushPendingAction({
+      yield* CustomTools.stage({
         label: "A: two",
         apply: () => "x",
         reject: (reason, extra) => {
@@ -132,7 +132,7 @@ describe("pushPendingAction", () => {
       assert.strictEqual(ToolResult.textOf(second), "Rolled back the staging slot.")
       deepStrictEqual(seen, [["no", { why: "late" }]])
 
-      yield* CustomTools.pushPendingAction({
+      yield* CustomTools.stage({
         label: "A: three",
         apply: () => "x",
         reject: async () => {
@@ -152,7 +152,7 @@ describe("pushPendingAction", () => {
           throw new Error("no message")
         }
       }
-      const handle = yield* CustomTools.pushPendingAction({
+      const handle = yield* CustomTools.stage({
         label: "A: hostile",
         apply: () => Promise.reject(nullProto),
         reject: () => {
@@ -188,7 +188,7 @@ describe("pushPendingAction", () => {
         },
         apply: () => "x"
       }
-      const error = failureOf(yield* Effect.exit(CustomTools.pushPendingAction(action)))
+      const error = failureOf(yield* Effect.exit(CustomTools.stage(action)))
       assert.instanceOf(error, CustomTools.InvalidPendingAction)
       assert.strictEqual(error.field, "(root)")
     }).pipe(Effect.provide(ResolveRuntime.layer)))
@@ -202,7 +202,7 @@ describe("pushPendingAction", () => {
         [{ label: "a", apply: () => "x", sourceToolName: " " }, "sourceToolName"]
       ]
       for (const [action, field] of cases) {
-        const error = failureOf(yield* Effect.exit(CustomTools.pushPendingAction(action)))
+        const error = failureOf(yield* Effect.exit(CustomTools.stage(action)))
         assert.instanceOf(error, CustomTools.InvalidPendingAction)
         assert.strictEqual(error.field, field)
       }
@@ -215,7 +215,7 @@ describe("pushPendingAction", () => {
       const started = yield* Deferred.make<void>()
       let finish: () => void = () => {}
       let aborted = false
-      const handle = yield* CustomTools.pushPendingAction({
+      const handle = yield* CustomTools.stage({
         label: "Deploy: api",
         apply: (_reason, _extra, { signal }) =>
           new Promise((resolve) => {
@@ -244,7 +244,7 @@ describe("pushPendingAction", () => {
     Effect.gen(function*() {
       const started = yield* Deferred.make<void>()
       const abortedDeferred = yield* Deferred.make<void>()
-      const handle = yield* CustomTools.pushPendingAction({
+      const handle = yield* CustomTools.stage({
         label: "Deploy: api",
         abortable: true,
         apply: (_reason, _extra, { signal }) =>
@@ -282,7 +282,7 @@ describe("custom-tool adapter", () => {
     execute: async (params, api) => {
       if (params.service === "prod") throw CustomTools.toolError("prod is frozen this week.")
       if (params.service === "crash") throw new Error("kube config missing")
-      const info = await api.pushPendingAction({
+      const info = await api.stage({
         label: `Deploy: ${params.service}`,
         sourceToolName: "deploy",
         apply: async (reason) => `Deployed ${params.service} x${params.replicas ?? 1} (${reason}).`
@@ -311,7 +311,7 @@ describe("custom-tool adapter", () => {
       deepStrictEqual(selected.map((t) => t.name), ["deploy", "resolve"])
     }))
 
-  it.effect("execute stages through the session-bound api.pushPendingAction; resolve applies it", () =>
+  it.effect("execute stages through the session-bound api.stage; resolve applies it", () =>
     Effect.gen(function*() {
       const [tool] = yield* CustomTools.registerCustomTools([deploy])
       const preview = yield* tool!.execute({ service: "api", replicas: 2 })
@@ -581,4 +581,25 @@ describe("custom tools with Effect Schema parameters", () => {
       assert.strictEqual((empty as CustomTools.InvalidCustomToolParams).field, "service")
       deepStrictEqual(seen, [])
     }).pipe(Effect.provide(ResolveRuntime.layer)))
+
+  it.effect("a Schema without a JSON Schema is InvalidCustomTool with JSONSchema.make's message and what to do", () =>
+    Effect.gen(function*() {
+      const transfer = CustomTools.make({
+        name: "transfer",
+        description: "Transfer an amount.",
+        parameters: Schema.Struct({ to: Schema.String, amount: Schema.BigIntFromSelf }),
+        execute: async ({ amount, to }) => `Would transfer ${amount} to ${to}.`
+      })
+      const error = failureOf(yield* Effect.exit(CustomTools.registerCustomTools([deploy, transfer])))
+      assert.instanceOf(error, CustomTools.InvalidCustomTool)
+      assert.strictEqual(error.tool, "transfer")
+      assert.strictEqual(error.index, 1)
+      assert.strictEqual(
+        error.message,
+        "Invalid custom tool \"transfer\" (entry 1): parameters cannot be turned into JSON Schema: Missing " +
+          "annotation; at path: [\"amount\"]; details: Generating a JSON Schema for this schema requires a " +
+          "\"jsonSchema\" annotation; schema (BigIntKeyword): bigint. Change that part of the Schema as this says " +
+          "(a \"jsonSchema\" annotation gives any schema its JSON Schema), or give parameters as a JSON Schema object."
+      )
+    }))
 })

@@ -10,9 +10,9 @@ import {
   NoPendingAction,
   PendingActions,
   PendingStore,
-  queueResolveHandler,
   ResolveRuntime,
   ResolveTool,
+  stage,
   StandingResolveHandler,
   ToolChoiceQueue,
   ToolResult
@@ -400,7 +400,7 @@ describe("PlanApproval", () => {
           approve: () => Effect.as(Ref.update(approvals, (n) => n + 1), PlanApproval.approved)
         })
         const queue = yield* ToolChoiceQueue
-        const preview = yield* queueResolveHandler({
+        const preview = yield* stage({
           label: "Edit: 1 replacement in 1 file",
           sourceToolName: "edit",
           apply: () => Effect.succeed(ToolResult.text("edit applied"))

@@ -14,9 +14,9 @@ import { AiResolveTool } from "../../src/ai.js"
 import { CustomTools } from "../../src/custom.js"
 import {
   ApplyFailed,
-  queueResolveHandler,
   ResolveRuntime,
   ResolveTool,
+  stage,
   ToolChoiceQueue,
   ToolError,
   ToolResult
@@ -132,14 +132,14 @@ const runCase = (c: Case) =>
     const value = build(c.recipe)
     let failing = true
     const handle = c.source === "effect" ?
-      yield* queueResolveHandler({
+      yield* stage({
         label: "Hostile: 1 action",
         sourceToolName: "hostile",
         apply: () => failing ? failingEffect(c.via, value) : Effect.succeed(ToolResult.text("applied")),
         reject: () =>
           failing ? failingEffect(c.via, value) as Effect.Effect<never, ToolError> : Effect.succeed(Option.none())
       }) :
-      yield* CustomTools.pushPendingAction({
+      yield* CustomTools.stage({
         label: "Hostile: 1 action",
         apply: () => failing ? failingPromise(c.via, value) : "applied",
         reject: () => failing ? failingPromise(c.via, value) : undefined,

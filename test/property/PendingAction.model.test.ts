@@ -15,11 +15,11 @@ import { assert, describe, it } from "@effect/vitest"
 import { Cause, Deferred, Effect, Exit, FastCheck as fc, Fiber, Layer, Logger, ManagedRuntime, Option } from "effect"
 import { deepStrictEqual } from "node:assert/strict"
 import {
-  PendingAction,
-  queueResolveHandler,
+  Preview,
   type RejectReason,
   ResolveRuntime,
   ResolveTool,
+  stage,
   StandingResolveHandler,
   SteeringBus,
   ToolChoiceQueue,
@@ -29,8 +29,8 @@ import {
 import { yieldToEventLoop } from "../support/eventLoop.js"
 import { QueueModel } from "./QueueModel.js"
 
-type PendingActionHandle = PendingAction.PendingActionHandle
-type PendingStatus = PendingAction.PendingStatus
+type PendingActionHandle = Preview.Handle
+type PendingStatus = Preview.PendingStatus
 
 const LONG = process.env.LONG !== undefined && process.env.LONG !== "" && process.env.LONG !== "0"
 const numRuns = LONG ? 20_000 : 300
@@ -123,7 +123,7 @@ const modelResolve = (model: Model, action: "apply" | "discard", outcome: ApplyO
 }
 
 const realApply = (real: Real, index: number) => (): Effect.Effect<ToolResult.ToolResult, unknown> => {
-  const write = PendingAction.commit(Effect.sync(() => {
+  const write = Preview.commit(Effect.sync(() => {
     real.applied[index]!++
   }))
   const label = real.handles[index]!.label
@@ -196,7 +196,7 @@ class StageCmd implements Cmd {
       model.reminders++
       real.applied.push(0)
       const policy = this.reject
-      const handle = await real.rt.runPromise(queueResolveHandler({
+      const handle = await real.rt.runPromise(stage({
         label,
         sourceToolName: this.source,
         apply: realApply(real, index),

@@ -4,9 +4,9 @@ import { Cause, Effect, Exit } from "effect"
 import {
   ApplyFailed,
   NoPendingAction,
-  queueResolveHandler,
   ResolveRuntime,
   ResolveTool,
+  stage,
   ToolChoiceQueue,
   ToolError,
   ToolResult
@@ -297,7 +297,7 @@ describe("Renderer", () => {
   it.effect("renders a real resolve round trip", () =>
     Effect.gen(function*() {
       const queue = yield* ToolChoiceQueue
-      yield* queueResolveHandler({
+      yield* stage({
         label: "Edit: 1 replacement in 1 file",
         sourceToolName: "edit",
         apply: () => Effect.fail(new Error("disk full"))

@@ -1,222 +1,36 @@
+/**
+ * The PendingActions contract (src/services/PendingActions.ts): a session's set is its own, and `make` refuses
+ * options out of range. What each part of the set does is tested after the module that does it, in
+ * test/services/internal/ (pendingSet, staging, resolving, storeMirror, reconcile, retention).
+ */
 import { assert, describe, it } from "@effect/vitest"
-import { deepStrictEqual } from "@effect/vitest/utils"
-import { Chunk, type Duration, Effect, Fiber, Option, Stream, TestClock } from "effect"
+import { Effect } from "effect"
 import {
-  NoPendingAction,
-  PendingActionNotPending,
   PendingActions,
-  queueResolveHandler,
   ResolveRuntime,
   ResolveTool,
-  SteeringBus,
-  ToolChoice,
-  ToolChoiceQueue,
+  stage,
   ToolResult,
   UnknownPendingAction
 } from "../../src/index.js"
 
-const stage = (name: string, options: { readonly expiresIn?: Duration.DurationInput } = {}) =>
-  queueResolveHandler({
+const stageOne = (name: string) =>
+  stage({
     label: `Edit: ${name}`,
     sourceToolName: "edit",
     preview: `diff of ${name}`,
-    apply: (reason) => Effect.succeed(ToolResult.text(`wrote ${name} (${reason})`)),
-    ...(options.expiresIn === undefined ? {} : { expiresIn: options.expiresIn })
+    apply: (reason) => Effect.succeed(ToolResult.text(`wrote ${name} (${reason})`))
   })
 
 const apply = (id?: string) => ResolveTool.execute({ action: "apply", reason: "Right.", extra: null, id: id ?? null })
 
 describe("PendingActions", () => {
-  it.effect("lists every action by id, most recent first, with the preview the model saw", () =>
-    Effect.gen(function*() {
-      const pending = yield* PendingActions
-      const a = yield* stage("a.ts")
-      const b = yield* stage("b.ts")
-      const listed = yield* pending.list
-      deepStrictEqual(listed.map((info) => [info.id, info.status, info.preview]), [
-        [b.id, "pending", "diff of b.ts"],
-        [a.id, "pending", "diff of a.ts"]
-      ])
-      assert.notStrictEqual(a.id, b.id)
-      deepStrictEqual(Option.map(yield* pending.get(a.id), (info) => info.label), Option.some("Edit: a.ts"))
-      deepStrictEqual(yield* pending.get("pa_nope"), Option.none())
-    }).pipe(Effect.provide(ResolveRuntime.layer)))
-
-  it.effect("resolve takes the named action first; without an id the most recent pending one", () =>
-    Effect.gen(function*() {
-      const a = yield* stage("a.ts")
-      const b = yield* stage("b.ts")
-      const c = yield* stage("c.ts")
-      assert.strictEqual(ToolResult.textOf(yield* apply(a.id)), "wrote a.ts (Right.)")
-      assert.strictEqual(ToolResult.textOf(yield* apply()), "wrote c.ts (Right.)")
-      assert.strictEqual(ToolResult.textOf(yield* apply()), "wrote b.ts (Right.)")
-      deepStrictEqual([yield* a.status, yield* b.status, yield* c.status], ["applied", "applied", "applied"])
-      const none = yield* Effect.flip(apply())
-      assert.instanceOf(none, NoPendingAction)
-      assert.include(none.message, "was already applied")
-    }).pipe(Effect.provide(ResolveRuntime.layer)))
-
-  it.effect("an unknown id or one already resolved is a typed error that lists what is pending, and runs nothing", () =>
-    Effect.gen(function*() {
-      const a = yield* stage("a.ts")
-      const b = yield* stage("b.ts")
-      yield* apply(a.id)
-      const unknown = yield* Effect.flip(apply("pa_made_up"))
-      assert.instanceOf(unknown, UnknownPendingAction)
-      deepStrictEqual((unknown as UnknownPendingAction).pending, [{ id: b.id, label: "Edit: b.ts" }])
-      assert.include(unknown.message, b.id)
-      const again = yield* Effect.flip(apply(a.id))
-      assert.instanceOf(again, PendingActionNotPending)
-      assert.strictEqual((again as PendingActionNotPending).status, "applied")
-      assert.include(again.message, "was already applied")
-      assert.strictEqual(yield* b.status, "pending")
-    }).pipe(Effect.provide(ResolveRuntime.layer)))
-
-  it.effect("the forcing directive follows the set: satisfied when the action leaves pending, never forced for nothing", () =>
-    Effect.gen(function*() {
-      const queue = yield* ToolChoiceQueue
-      const pending = yield* PendingActions
-      const a = yield* stage("a.ts")
-      const b = yield* stage("b.ts")
-      deepStrictEqual(yield* queue.inspect, ["pending-action:edit", "pending-action:edit"])
-      // Resolved by id while the other one is served: the served turn ends normally, the resolved one is gone.
-      deepStrictEqual(yield* queue.nextToolChoice, Option.some(ToolChoice.forceTool("resolve")))
-      yield* apply(a.id)
-      deepStrictEqual(yield* queue.inspect, [])
-      yield* queue.resolve // b is still pending: its directive comes back (not_invoked)
-      deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
-      yield* apply(b.id)
-      deepStrictEqual(yield* queue.nextToolChoice, Option.none())
-      assert.isFalse(yield* pending.hasPending)
-    }).pipe(Effect.provide(ResolveRuntime.layer)))
-
-  it.effect("an action past its expiry cannot be resolved, shows as expired, and stops forcing", () =>
-    Effect.gen(function*() {
-      const queue = yield* ToolChoiceQueue
-      const pending = yield* PendingActions
-      const a = yield* stage("a.ts", { expiresIn: "1 minute" })
-      yield* TestClock.adjust("59 seconds")
-      deepStrictEqual((yield* pending.list).map((info) => info.status), ["pending"])
-      yield* TestClock.adjust("1 second")
-      deepStrictEqual((yield* pending.list).map((info) => [info.status, info.expiresAt]), [
-        ["expired", Option.some(60_000)]
-      ])
-      const error = yield* Effect.flip(apply(a.id))
-      assert.instanceOf(error, PendingActionNotPending)
-      assert.strictEqual((error as PendingActionNotPending).status, "expired")
-      assert.include(error.message, "expired")
-      assert.strictEqual(yield* a.status, "expired")
-      deepStrictEqual(yield* queue.nextToolChoice, Option.none())
-      assert.instanceOf(yield* Effect.flip(apply()), NoPendingAction)
-    }).pipe(Effect.provide(ResolveRuntime.layer)))
-
-  it.effect("clear ends a pending action and its forcing; a cleared one cannot be resolved", () =>
-    Effect.gen(function*() {
-      const pending = yield* PendingActions
-      const queue = yield* ToolChoiceQueue
-      const a = yield* stage("a.ts")
-      deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
-      assert.isTrue(yield* pending.clear(a.id))
-      // The directive of a cleared action is dropped: the next turn forces nothing.
-      deepStrictEqual(yield* queue.inspect, [])
-      assert.isFalse(yield* pending.hasPending)
-      deepStrictEqual(yield* queue.nextToolChoice, Option.none())
-      assert.isFalse(yield* pending.clear(a.id))
-      assert.strictEqual(yield* a.status, "cleared")
-      const error = yield* Effect.flip(apply(a.id))
-      assert.strictEqual((error as PendingActionNotPending).status, "cleared")
-    }).pipe(Effect.provide(ResolveRuntime.layer)))
-
-  it.effect("changes streams every status change", () =>
-    Effect.gen(function*() {
-      const pending = yield* PendingActions
-      const seen = yield* Effect.fork(Stream.runCollect(Stream.take(yield* pending.subscribe, 4)))
-      const a = yield* stage("a.ts")
-      yield* apply(a.id)
-      const b = yield* stage("b.ts")
-      const changes = Chunk.toReadonlyArray(yield* Fiber.join(seen))
-      deepStrictEqual(changes.map((info) => [info.id, info.status]), [
-        [a.id, "pending"],
-        [a.id, "resolving"],
-        [a.id, "applied"],
-        [b.id, "pending"]
-      ])
-      deepStrictEqual(changes[2]!.outcome, Option.some("wrote a.ts (Right.)"))
-    }).pipe(Effect.scoped, Effect.provide(ResolveRuntime.layer)))
-
-  it.effect("the reminder is steered once per staging, and again after a failed apply", () =>
-    Effect.gen(function*() {
-      const bus = yield* SteeringBus
-      let fail = true
-      const handle = yield* queueResolveHandler({
-        label: "Edit: a.ts",
-        sourceToolName: "edit",
-        apply: () => fail ? Effect.fail(new Error("disk full")) : Effect.succeed(ToolResult.text("wrote a.ts"))
-      })
-      assert.lengthOf(yield* bus.drain, 1)
-      yield* Effect.flip(apply(handle.id))
-      assert.lengthOf(yield* bus.drain, 1)
-      fail = false
-      yield* apply(handle.id)
-      assert.lengthOf(yield* bus.drain, 0)
-    }).pipe(Effect.provide(ResolveRuntime.layer)))
-
   it.effect("sessions never share actions", () =>
     Effect.gen(function*() {
-      const a = yield* stage("a.ts").pipe(Effect.provide(ResolveRuntime.layer))
+      const a = yield* stageOne("a.ts").pipe(Effect.provide(ResolveRuntime.layer))
       const error = yield* Effect.flip(apply(a.id).pipe(Effect.provide(ResolveRuntime.layer)))
       assert.instanceOf(error, UnknownPendingAction)
     }))
-})
-
-describe("PendingActions in a long session", () => {
-  it.effect("keeps every action not yet settled and the last retainSettled settled ones; older ids are unknown", () =>
-    Effect.gen(function*() {
-      const pending = yield* PendingActions
-      const old = yield* stage("old.ts")
-      const settled: Array<string> = []
-      for (let i = 0; i < 50; i++) {
-        const handle = yield* stage(`f${i}.ts`)
-        yield* apply(handle.id)
-        settled.push(handle.id)
-      }
-      const listed = yield* pending.list
-      deepStrictEqual(listed.map((info) => [info.id, info.status]), [
-        [settled[49]!, "applied"],
-        [settled[48]!, "applied"],
-        [settled[47]!, "applied"],
-        [old.id, "pending"]
-      ])
-      deepStrictEqual(yield* pending.get(settled[0]!), Option.none())
-      const forgotten = yield* Effect.flip(apply(settled[0]!))
-      assert.instanceOf(forgotten, UnknownPendingAction)
-      deepStrictEqual((forgotten as UnknownPendingAction).pending, [{ id: old.id, label: "Edit: old.ts" }])
-      // The oldest action, still pending under fifty settled ones, is the one resolve takes.
-      assert.strictEqual(ToolResult.textOf(yield* apply()), "wrote old.ts (Right.)")
-      assert.strictEqual(yield* old.status, "applied")
-    }).pipe(Effect.provide(ResolveRuntime.layerWith({ retainSettled: 3 }))))
-
-  it.effect("resolving older actions under a newer pending one, many times: the most recent pending one is forced", () =>
-    Effect.gen(function*() {
-      const queue = yield* ToolChoiceQueue
-      const pending = yield* PendingActions
-      const handles = [yield* stage("f0.ts")]
-      for (let i = 1; i < 300; i++) {
-        handles.push(yield* stage(`f${i}.ts`))
-        yield* apply(handles[i - 1]!.id)
-      }
-      const last = handles[299]!
-      deepStrictEqual((yield* pending.list).filter((info) => info.status === "pending").map((info) => info.id), [
-        last.id
-      ])
-      assert.isTrue(yield* pending.hasPending)
-      deepStrictEqual(yield* queue.inspect, ["pending-action:edit"])
-      yield* queue.nextToolChoice
-      deepStrictEqual(Option.map(yield* queue.inFlight, (info) => info.id), Option.some(last.id))
-      assert.strictEqual(ToolResult.textOf(yield* apply()), "wrote f299.ts (Right.)")
-      assert.isFalse(yield* pending.hasPending)
-      assert.instanceOf(yield* Effect.flip(apply()), NoPendingAction)
-    }).pipe(Effect.provide(ResolveRuntime.layer)))
 
   it.effect("retainSettled must be a whole number", () =>
     Effect.gen(function*() {

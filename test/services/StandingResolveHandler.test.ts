@@ -4,9 +4,9 @@ import { Effect, Either, Exit, Option, Ref, Scope } from "effect"
 import {
   type Invoker,
   NoPendingAction,
-  queueResolveHandler,
   resolve,
   ResolveRuntime,
+  stage,
   StandingResolveHandler,
   ToolChoice,
   ToolChoiceQueue,
@@ -109,16 +109,16 @@ describe("StandingResolveHandler (§4)", () => {
         const standing = yield* StandingResolveHandler
         const standingCalls = yield* Ref.make(0)
         yield* standing.set(() => Effect.as(Ref.update(standingCalls, (n) => n + 1), ToolResult.text("standing")))
-        const stage = (text: string) =>
-          queueResolveHandler({
+        const stageOne = (text: string) =>
+          stage({
             label: "Edit: 1 file",
             sourceToolName: "edit",
             apply: () => Effect.succeed(ToolResult.text(text))
           })
-        yield* stage("first preview")
+        yield* stageOne("first preview")
         // Staged, not yet served: the pending set is the truth, so the preview answers.
         assert.strictEqual(ToolResult.textOf(yield* resolve({ action: "apply", reason: "r" })), "first preview")
-        yield* stage("second preview")
+        yield* stageOne("second preview")
         yield* queue.nextToolChoice
         assert.strictEqual(ToolResult.textOf(yield* resolve({ action: "apply", reason: "r" })), "second preview")
         assert.strictEqual(yield* Ref.get(standingCalls), 0)

@@ -5,7 +5,7 @@
 import * as LibsqlClient from "@effect/sql-libsql/LibsqlClient"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { describe, it } from "@effect/vitest"
-import { Effect, Layer, Option, String as Str } from "effect"
+import { Config, ConfigError, ConfigProvider, Effect, Layer, Option, String as Str } from "effect"
 import { deepStrictEqual, strictEqual } from "node:assert/strict"
 import * as fs from "node:fs"
 import * as path from "node:path"
@@ -94,6 +94,8 @@ describe("SqliteStore", () => {
       fs.writeFileSync(garbage, "this is not a database ".repeat(100))
       const notDb = yield* openError(SqliteStore.layer({ filename: garbage }))
       strictEqual(["open", "migrate"].includes(notDb.operation), true)
+      // What SQLite said, not the generic message of the SqlError around it ("Failed to execute statement").
+      strictEqual(notDb.message.includes("SQLITE_NOTADB: file is not a database"), true, notDb.message)
       strictEqual(fs.readFileSync(garbage, "utf8"), "this is not a database ".repeat(100))
     }))
 
@@ -108,6 +110,7 @@ describe("SqliteStore", () => {
       const error = yield* openError(SqliteStore.layer({ filename }))
       strictEqual(error.operation, "migrate")
       strictEqual(error.message.includes("could not be created or upgraded"), true, error.message)
+      strictEqual(error.message.includes("table effect_resolve_pending already exists"), true, error.message)
       const tables = yield* Effect.provide(
         Effect.flatMap(
           SqlClient.SqlClient,
@@ -145,5 +148,22 @@ describe("SqliteStore", () => {
         updatedAt: T0 + 1
       })
       deepStrictEqual(result.history.map((e) => e.actionId), ["a", "a"])
+    }))
+})
+
+describe("SqliteStore.layerConfig", () => {
+  it.live("reads the file name from Config; a missing one is a ConfigError, not a store", () =>
+    Effect.gen(function*() {
+      const filename = path.join(tmp.dir, "from-config.db")
+      const layer = SqliteStore.layerConfig({ filename: Config.string("AGENT_DB") })
+      yield* Effect.flatMap(PendingStore, (store) => store.insert(record("c"))).pipe(
+        Effect.provide(layer),
+        Effect.withConfigProvider(ConfigProvider.fromMap(new Map([["AGENT_DB", filename]])))
+      )
+      strictEqual(fs.existsSync(filename), true)
+      const missing = yield* Effect.flip(Effect.provide(PendingStore, layer)).pipe(
+        Effect.withConfigProvider(ConfigProvider.fromMap(new Map()))
+      )
+      strictEqual(ConfigError.isConfigError(missing), true)
     }))
 })

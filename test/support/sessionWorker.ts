@@ -18,9 +18,9 @@ import * as readline from "node:readline"
 import {
   ActionKind,
   PendingActions,
-  queueResolveHandler,
   ResolveRuntime,
   ResolveTool,
+  stage,
   stageKind,
   ToolResult
 } from "../../src/index.js"
@@ -74,7 +74,7 @@ const say = (message: unknown) => process.stdout.write(JSON.stringify(message) +
 const handle = async (command: any): Promise<unknown> => {
   switch (command.op) {
     case "closure": {
-      const exit = await run(queueResolveHandler({
+      const exit = await run(stage({
         label: `Closure: ${command.text}`,
         sourceToolName: "edit",
         apply: () => Effect.as(append(command.text), ToolResult.text(`closure ${command.text}`))

@@ -8,14 +8,14 @@ import {
   InvalidResolveParams,
   NoPendingAction,
   nothingToDiscardText,
-  PendingAction,
   PendingActionNotPending,
-  queueResolveHandler,
+  Preview,
   resolve,
   ResolveConfig,
   type ResolveDetails,
   ResolveRuntime,
   ResolveTool,
+  stage,
   SteeringBus,
   SteeringMessage,
   ToolChoice,
@@ -25,13 +25,13 @@ import {
 } from "../../src/index.js"
 import { invalidInputs } from "./invalid-inputs.js"
 
-type Spec = Parameters<typeof queueResolveHandler<unknown, never>>[0]
+type Spec = Parameters<typeof stage<unknown, never>>[0]
 
 /** Stages a preview and serves its forced turn, as the turn driver would. */
 const stageAndServe = (spec: Spec) =>
   Effect.gen(function*() {
     const queue = yield* ToolChoiceQueue
-    const handle = yield* queueResolveHandler(spec)
+    const handle = yield* stage(spec)
     deepStrictEqual(yield* queue.nextToolChoice, Option.some(ToolChoice.forceTool("resolve")))
     return handle
   })
@@ -44,7 +44,7 @@ const remindersPending = Effect.map(
 )
 
 /** Everything a resolve call could change. */
-const snapshot = (handle: PendingAction.PendingActionHandle) =>
+const snapshot = (handle: Preview.Handle) =>
   Effect.gen(function*() {
     const queue = yield* ToolChoiceQueue
     const bus = yield* SteeringBus
@@ -63,7 +63,7 @@ describe("resolve", () => {
     Effect.gen(function*() {
       const queue = yield* ToolChoiceQueue
       let applied = 0
-      const handle = yield* queueResolveHandler({
+      const handle = yield* stage({
         ...edit,
         apply: () => Effect.sync(() => (applied++, ToolResult.text("done")))
       })
@@ -95,7 +95,7 @@ describe("resolve", () => {
       Effect.gen(function*() {
         const queue = yield* ToolChoiceQueue
         let applied = 0
-        const handle = yield* queueResolveHandler({
+        const handle = yield* stage({
           ...edit,
           apply: () => Effect.sync(() => (applied++, ToolResult.text("done")))
         })
@@ -242,7 +242,7 @@ describe("resolve", () => {
         const queue = yield* ToolChoiceQueue
         const bus = yield* SteeringBus
         const attempts = yield* Ref.make(0)
-        const handle = yield* queueResolveHandler({
+        const handle = yield* stage({
           ...edit,
           apply: () =>
             Effect.flatMap(
@@ -433,7 +433,7 @@ describe("resolve", () => {
                 yield* Deferred.succeed(started, void 0)
                 yield* Effect.never // slow work before the write
               }
-              yield* PendingAction.commit(Ref.update(writes, (k) => k + 1))
+              yield* Preview.commit(Ref.update(writes, (k) => k + 1))
               return ToolResult.text("written")
             })
         })
@@ -479,7 +479,7 @@ describe("resolve", () => {
           ...edit,
           apply: () =>
             Effect.gen(function*() {
-              yield* PendingAction.commit(Ref.update(writes, (k) => k + 1))
+              yield* Preview.commit(Ref.update(writes, (k) => k + 1))
               yield* Deferred.succeed(committed, void 0)
               yield* Effect.never // slow work after the write (formatting, reporting)
               return ToolResult.text("written")
@@ -507,7 +507,7 @@ describe("resolve", () => {
           ...edit,
           apply: () =>
             Effect.as(
-              PendingAction.commit(Effect.gen(function*() {
+              Preview.commit(Effect.gen(function*() {
                 yield* Ref.update(writes, (w) => [...w, "first half"])
                 yield* Deferred.succeed(inside, void 0)
                 yield* Deferred.await(release)

@@ -60,7 +60,7 @@ describe("tool schemas against each provider's rules", () => {
   it("ResolveTool.parameters", () => assertAccepted(ResolveTool.parameters, all))
 
   it("AiResolveTool's schema as @effect/ai sends it (Tool.getJsonSchema)", () =>
-    assertAccepted(Tool.getJsonSchema(AiResolveTool.ResolveAiTool as Tool.Any as any), all))
+    assertAccepted(Tool.getJsonSchema(AiResolveTool.tool as Tool.Any as any), all))
 
   it.effect("what the turn driver sends: resolve, beside a strict app tool", () =>
     Effect.gen(function*() {

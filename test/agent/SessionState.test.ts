@@ -1,7 +1,8 @@
 /**
- * A durable agent session survives a restart: the turn driver saves the conversation, the unsent steering and the
- * forcing state after every turn, and a driver opened on the same session (a new layer, as a restarted process
- * builds it) sends its next request exactly as the first process would have.
+ * A durable agent session survives a restart (`src/agent/internal/sessionState.ts`, through the public `TurnDriver`):
+ * the turn driver saves the conversation, the unsent steering and the forcing state after every turn, and a driver
+ * opened on the same session (a new layer, as a restarted process builds it) sends its next request exactly as the
+ * first process would have.
  */
 import { Tool, Toolkit } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"

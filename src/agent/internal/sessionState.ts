@@ -1,0 +1,182 @@
+/**
+ * What a durable session saves after each turn, and how it resumes: the saved state's Schema, the save (a failure
+ * is logged, never fails the run), the restore when the session's driver is built (the forcing state of the actions
+ * still pending, and a reminder for each pending preview the saved conversation does not show), and the bookkeeping
+ * of which previews the conversation shows. A session in memory saves nothing.
+ *
+ * @internal
+ */
+import * as Prompt from "@effect/ai/Prompt"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
+import * as Ref from "effect/Ref"
+import * as Schema from "effect/Schema"
+import type { PendingStoreError } from "../../domain/Errors.js"
+import { SteeringMessage } from "../../domain/SteeringMessage.js"
+import { directiveLabel } from "../../services/Preview.js"
+import { type Forcing, noForcing } from "./forcingMap.js"
+import type { Session } from "./session.js"
+
+/**
+ * What a durable session stores after every turn, to continue after a restart exactly where it stopped: the
+ * conversation, the steering messages not yet sent, the forcing state (keyed by pending-action id, stable across a
+ * restart) and the forcing the provider refused.
+ */
+const SessionState = Schema.Struct({
+  version: Schema.Literal(1),
+  history: Prompt.Prompt,
+  steering: Schema.Array(SteeringMessage),
+  forceNext: Schema.Array(Schema.String),
+  ignoredForced: Schema.Array(Schema.Tuple(Schema.String, Schema.Number)),
+  /** Of `ignoredForced`, the turns that only repeated the reminder (absent in a state saved before 0.3). */
+  ignoredReminded: Schema.optionalWith(Schema.Array(Schema.Tuple(Schema.String, Schema.Number)), {
+    default: () => []
+  }),
+  errorStreak: Schema.Array(Schema.Tuple(Schema.String, Schema.Number)),
+  refused: Schema.Struct({ named: Schema.Boolean, required: Schema.Boolean }),
+  lastChoice: Schema.NullOr(Schema.String),
+  turns: Schema.Number,
+  /**
+   * The pending actions whose preview the conversation holds (a tool result of the turn that staged them); absent
+   * in a state saved before 0.3, where the history's text is searched for their ids instead.
+   */
+  shown: Schema.optional(Schema.Array(Schema.String))
+})
+
+const SessionStateJson = Schema.parseJson(SessionState)
+
+/**
+ * The text that shows the model a preview it staged before a restart when the restored conversation does not hold
+ * it (the process died during the turn that staged it).
+ */
+export const restoredPreviewText = (info: { readonly id: string; readonly label: string; readonly preview: string }) =>
+  "<system-reminder>\n" +
+  `A preview staged before a restart is still pending: ${info.label} (id ${info.id}). Nothing of it is applied yet. ` +
+  "Call the `resolve` tool to apply or discard it." +
+  (info.preview === "" ? "" : `\nThe preview:\n${info.preview}`) +
+  "\n</system-reminder>"
+
+/**
+ * A durable session continues from what its last turn saved, and shows the model any pending preview the saved
+ * conversation does not hold. A saved state that does not decode is logged, and the conversation starts afresh.
+ */
+export const restore = (session: Session): Effect.Effect<void, PendingStoreError> =>
+  Effect.gen(function*() {
+    const { carry, forcing, history, id, lastChoice, pending, refused, shown, store, turnCount } = session
+    if (store === undefined) return
+    const actions = yield* pending.listOpen
+    const saved = yield* store.loadSession(id)
+    let savedShown: ReadonlySet<string> | undefined
+    if (Option.isSome(saved)) {
+      const decoded = Schema.decodeUnknownEither(SessionStateJson)(saved.value)
+      if (decoded._tag === "Right") {
+        const state = decoded.right
+        yield* Ref.set(history, state.history)
+        yield* Ref.set(carry, state.steering)
+        // Only the entries of actions still pending: a directive that is gone (an action resolved by another
+        // process) would never be served, and its entry never forgotten.
+        const labels = new Map(
+          actions.filter((info) => info.status === "pending" || info.status === "resolving").map((info) =>
+            [info.id, directiveLabel(info.sourceToolName)] as const
+          )
+        )
+        const restored = new Map<string, Forcing>()
+        const restoreEntry = (key: string, f: (entry: Forcing) => Forcing) => {
+          const label = labels.get(key)
+          if (label !== undefined) restored.set(key, f(restored.get(key) ?? noForcing(label)))
+        }
+        for (const key of state.forceNext) restoreEntry(key, (entry) => ({ ...entry, forceNext: true }))
+        for (const [key, n] of state.ignoredForced) restoreEntry(key, (entry) => ({ ...entry, ignored: n }))
+        for (const [key, n] of state.ignoredReminded) {
+          restoreEntry(key, (entry) => ({ ...entry, reminded: Math.min(n, entry.ignored) }))
+        }
+        for (const [key, n] of state.errorStreak) restoreEntry(key, (entry) => ({ ...entry, errors: n }))
+        yield* Ref.set(forcing, restored)
+        yield* Ref.set(refused, state.refused)
+        yield* Ref.set(lastChoice, Option.fromNullable(state.lastChoice))
+        yield* Ref.set(turnCount, state.turns)
+        if (state.shown !== undefined) savedShown = new Set(state.shown)
+      } else {
+        yield* Effect.logError(
+          `effect-resolve: the saved state of session ${id} does not decode; the conversation starts afresh ` +
+            "(its pending actions are kept)",
+          decoded.left
+        )
+      }
+    }
+    // A state saved before 0.3 does not say which previews it showed: its history's text is searched for ids.
+    const shownBefore = savedShown ?? ((text: string) => ({ has: (id: string) => text.includes(id) }))(
+      JSON.stringify(Schema.encodeSync(Prompt.Prompt)(yield* Ref.get(history)))
+    )
+    const open = actions.filter((info) => info.status === "pending" && info.runnable)
+    yield* Ref.set(shown, new Set(open.filter((info) => shownBefore.has(info.id)).map((info) => info.id)))
+    const unseen = open.filter((info) => !shownBefore.has(info.id))
+    if (unseen.length > 0) {
+      const now = yield* Clock.currentTimeMillis
+      yield* Ref.update(carry, (messages) => [
+        ...messages,
+        ...unseen.reverse().map((info): SteeringMessage => ({
+          customType: "resolve-restored",
+          content: restoredPreviewText(info),
+          details: { actionId: info.id },
+          display: false,
+          attribution: "agent",
+          timestamp: now
+        }))
+      ])
+    }
+  })
+
+/** Saves the session for a restart (durable sessions only); a failed save is logged, never fails the run. */
+export const persist = (session: Session): Effect.Effect<void> => {
+  const { bus, carry, forcing, history, id, lastChoice, refused, shown, store, turnCount } = session
+  if (store === undefined) return Effect.void
+  return Effect.gen(function*() {
+    const entries = [...(yield* Ref.get(forcing))]
+    const state: typeof SessionState.Type = {
+      version: 1,
+      history: yield* Ref.get(history),
+      steering: [...(yield* Ref.get(carry)), ...(yield* bus.pending)],
+      forceNext: entries.filter(([, entry]) => entry.forceNext).map(([key]) => key),
+      ignoredForced: entries.filter(([, entry]) => entry.ignored > 0).map(([key, entry]) => [key, entry.ignored]),
+      ignoredReminded: entries.filter(([, entry]) => entry.reminded > 0).map(([key, entry]) => [
+        key,
+        entry.reminded
+      ]),
+      errorStreak: entries.filter(([, entry]) => entry.errors > 0).map(([key, entry]) => [key, entry.errors]),
+      refused: yield* Ref.get(refused),
+      lastChoice: Option.getOrNull(yield* Ref.get(lastChoice)),
+      turns: yield* Ref.get(turnCount),
+      shown: [...(yield* Ref.get(shown))]
+    }
+    const json = yield* Schema.encode(SessionStateJson)(state)
+    yield* store.saveSession(id, json)
+  }).pipe(
+    Effect.catchAllCause((cause) =>
+      Effect.logError(`effect-resolve: could not save session ${id}; a restart resumes from an earlier turn`, cause)
+    )
+  )
+}
+
+/**
+ * Before each turn, a durable session reads its actions again first (one round trip): another process (an approval
+ * inbox, a second worker) may have resolved one, and the queue must not force resolve for it.
+ */
+export const refresh = (session: Session): Effect.Effect<void> =>
+  session.pending.durable ?
+    Effect.matchCauseEffect(session.pending.listOpen, {
+      onFailure: (cause) => Effect.logWarning("effect-resolve: could not read the pending set again", cause),
+      // The previews shown that are no longer pending are forgotten: `shown` stays as small as the set.
+      onSuccess: (open) => {
+        const pendingIds = new Set(open.filter((i) => i.status === "pending").map((i) => i.id))
+        return Ref.update(session.shown, (ids) => new Set([...ids].filter((id) => pendingIds.has(id))))
+      }
+    }) :
+    Effect.void
+
+/** Their tool results now show these previews (`staged`): a resumed session does not show them again. */
+export const markShown = (session: Session, staged: ReadonlyArray<string>): Effect.Effect<void> =>
+  session.pending.durable && staged.length > 0 ?
+    Ref.update(session.shown, (ids) => new Set([...ids, ...staged])) :
+    Effect.void
