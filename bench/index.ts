@@ -16,6 +16,7 @@
  * Environment: `BENCH_QUICK=1` runs a shorter version (a smoke run, not for figures).
  */
 import * as Effect from "effect/Effect"
+import { clusterFigures } from "./cluster.js"
 import { editFigures } from "./edit.js"
 import { bytes, median, printTable, ratio, type Row, us, wrap } from "./harness.js"
 import { historyFigures } from "./history.js"
@@ -167,6 +168,14 @@ rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
   const history = await historyFigures({ quick, repeats: quick ? 3 : 9 })
   rows.push(...history.rows)
   checks.push(...history.missed)
+}
+
+// Sessions on @effect/cluster: a person's decision through two runner processes and SingleRunner against the plain
+// durable session, and a runner's SIGKILL until its sessions answer again (bench/cluster.ts).
+{
+  const cluster = await clusterFigures()
+  rows.push(...cluster.rows)
+  checks.push(...cluster.missed)
 }
 
 console.log(`\neffect-resolve benchmarks (node ${process.version}, ${cycles} cycles × ${repeats} runs per figure)\n`)

@@ -190,6 +190,10 @@ export const withOwnerLog = (
       !options.saves || owner === undefined || id !== session ?
         store.saveSession(id, state) :
         Effect.zipRight(log(owner, "save"), store.saveSession(id, state)),
+    saveConversation: (id, save) =>
+      !options.saves || owner === undefined || id !== session ?
+        store.saveConversation(id, save) :
+        Effect.zipRight(log(owner, "save"), store.saveConversation(id, save)),
     release: (instance) =>
       instance !== owner ? store.release(instance) : Effect.zipRight(log(instance, "close"), store.release(instance))
   })

@@ -183,6 +183,38 @@ export declare namespace PendingStore {
   }
 
   /**
+   * A save of a session's conversation in increments (`saveConversation`): its resumable state (JSON text), and its
+   * messages (each a JSON text) from index `from` on. The messages the store holds at `from` and after are replaced
+   * by `messages`; those before `from` stay as they are, so a turn writes only what it added.
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export interface ConversationSave {
+    readonly state: string
+    /** The index of the first message written (0 or more, at most the number of messages stored). */
+    readonly from: number
+    readonly messages: ReadonlyArray<string>
+    /**
+     * The state this writer saved or loaded last: when the stored state is another (a second process saved the
+     * session since), the messages before `from` may not be this writer's, and the save fails, writing nothing (save
+     * again from 0). `Option.none()`: no such check.
+     */
+    readonly previous: Option.Option<string>
+  }
+
+  /**
+   * A session's saved conversation (`loadConversation`): its state, and every message stored, in order.
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export interface Conversation {
+    readonly state: string
+    readonly messages: ReadonlyArray<string>
+  }
+
+  /**
    * Every method is atomic: a transition is one transaction (the record and its journal event) and either happens
    * wholly or not at all. Writes are uninterruptible once started, so an interrupted caller's store is never in an
    * unknown state. Bad input fails with a `PendingStoreError` and changes nothing. Times are epoch milliseconds
@@ -266,6 +298,27 @@ export declare namespace PendingStore {
     readonly saveSession: (session: string, state: string) => Effect.Effect<void, PendingStoreError>
     /** The last state saved for the session, if any. */
     readonly loadSession: (session: string) => Effect.Effect<Option.Option<string>, PendingStoreError>
+    // -- 0.3: a session's conversation in increments ---------------------------------------------------------------
+    /**
+     * Saves the session's state and its messages from `from` on (`ConversationSave`), in one transaction: the
+     * bytes written per turn are the turn's own, not the whole conversation's. Bad input (a `from` past the messages
+     * stored) fails with a `PendingStoreError` and writes nothing.
+     *
+     * @since 0.3.0
+     */
+    readonly saveConversation: (
+      session: string,
+      save: PendingStore.ConversationSave
+    ) => Effect.Effect<void, PendingStoreError>
+    /**
+     * The session's last saved state with every message stored, if any state was saved (by `saveConversation` or
+     * `saveSession`; after a `saveSession` only, `messages` is empty).
+     *
+     * @since 0.3.0
+     */
+    readonly loadConversation: (
+      session: string
+    ) => Effect.Effect<Option.Option<PendingStore.Conversation>, PendingStoreError>
     // -- 0.3: the owner log of a session (cluster runners) --------------------------------------------------------
     /**
      * Appends one entry to the session's owner log (an append-only table; nothing else reads or prunes it). Bad
@@ -327,6 +380,40 @@ export const duplicateId = (id: string): PendingStoreError =>
   })
 
 /**
+ * What is wrong with a `saveConversation` input, given the number of messages stored, if anything (the memory and SQL
+ * stores refuse the same saves with the same words).
+ *
+ * @since 0.3.0
+ * @category validation
+ */
+export const checkConversationSave = (
+  save: PendingStore.ConversationSave,
+  stored: number
+): string | undefined => {
+  if (!Number.isSafeInteger(save.from) || save.from < 0) return "from must be a whole number, 0 or more"
+  if (save.from > stored) return `from (${save.from}) is past the ${stored} messages stored`
+  if (!Array.isArray(save.messages) || !save.messages.every((m) => typeof m === "string")) {
+    return "messages must be strings"
+  }
+  return undefined
+}
+
+/**
+ * Whether a `saveConversation` expecting `previous` finds the stored state it expects (the memory and SQL stores refuse
+ * the same saves with the same words).
+ *
+ * @since 0.3.0
+ * @category validation
+ */
+export const checkPrevious = (
+  save: PendingStore.ConversationSave,
+  stored: string | undefined
+): string | undefined =>
+  Option.isSome(save.previous) && save.previous.value !== stored ?
+    "the stored state is not the one this writer saved last (another process saved the session since): save from 0" :
+    undefined
+
+/**
  * What is wrong with an owner-log entry given to `logSession`, if anything (the memory and SQL stores refuse the same
  * entries with the same words).
  *
@@ -363,6 +450,7 @@ export const makeMemory = (): PendingStore.Service => {
   const resolving = new Set<string>()
   const journal = new Map<string, Array<PendingEvent>>()
   const sessions = new Map<string, string>()
+  const conversations = new Map<string, ReadonlyArray<string>>()
   /** Per session, its owner log. */
   const sessionLogs = new Map<string, Array<PendingStore.SessionLogEntry>>()
   /** Runtime instances and the ends of their leases. */
@@ -620,6 +708,23 @@ export const makeMemory = (): PendingStore.Service => {
         return Effect.void
       }),
     loadSession: (session) => Effect.sync(() => Option.fromNullable(sessions.get(session))),
+    saveConversation: (session, save) =>
+      Effect.suspend(() => {
+        const stored = conversations.get(session) ?? []
+        const problem = checkSession(session, save.state) ?? checkConversationSave(save, stored.length) ??
+          checkPrevious(save, sessions.get(session))
+        if (problem !== undefined) return Effect.fail(invalidInput("saveConversation", problem))
+        sessions.set(session, save.state)
+        conversations.set(session, [...stored.slice(0, save.from), ...save.messages])
+        return Effect.void
+      }),
+    loadConversation: (session) =>
+      Effect.sync(() => {
+        const state = sessions.get(session)
+        return state === undefined ?
+          Option.none() :
+          Option.some({ state, messages: conversations.get(session)?.slice() ?? [] })
+      }),
     logSession: (entry) =>
       Effect.suspend(() => {
         const problem = checkSessionLogEntry(entry)

@@ -53,6 +53,8 @@ import {
   recordCursor
 } from "../services/internal/pendingStore.js"
 import {
+  checkConversationSave,
+  checkPrevious,
   checkSessionLogEntry,
   duplicateId,
   invalidInput,
@@ -226,6 +228,16 @@ const clusterCommon = (types: { readonly seq: string; readonly millis: string })
   "CREATE INDEX effect_resolve_session_log_by_session ON effect_resolve_session_log (session, seq)"
 ]
 
+/** 0.3: a session's conversation, one row per message, so that a turn writes only the messages it added. */
+const conversationSchema = (types: { readonly int: string }): ReadonlyArray<string> => [
+  `CREATE TABLE effect_resolve_conversation (
+  session TEXT NOT NULL,
+  seq ${types.int} NOT NULL,
+  message TEXT NOT NULL,
+  PRIMARY KEY (session, seq)
+)`
+]
+
 const runStatements = (statements: { readonly pg: ReadonlyArray<string>; readonly sqlite: ReadonlyArray<string> }) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => {
     const schema = sql.onDialectOrElse({
@@ -251,6 +263,10 @@ export const migrations: Migrator.Loader = Migrator.fromRecord({
   "4_cluster": runStatements({
     pg: clusterCommon({ seq: "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY", millis: "bigint" }),
     sqlite: clusterCommon({ seq: "INTEGER PRIMARY KEY", millis: "INTEGER" })
+  }),
+  "5_conversation": runStatements({
+    pg: conversationSchema({ int: "integer" }),
+    sqlite: conversationSchema({ int: "INTEGER" })
   })
 })
 
@@ -729,6 +745,65 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
         })
       })
 
+    const saveConversation = (session: string, save: PendingStore.ConversationSave) =>
+      Effect.suspend(() => {
+        const problem = checkSession(session, save.state) ?? checkConversationSave(save, Number.MAX_SAFE_INTEGER)
+        if (problem !== undefined) return Effect.fail(invalidInput("saveConversation", problem))
+        return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          // One transaction: the messages from `from` on, then the state that counts them.
+          const transaction = sql.withTransaction(Effect.gen(function*() {
+            const counted = yield* sql<{ readonly n: unknown }>`SELECT count(*) AS n FROM effect_resolve_conversation
+              WHERE session = ${session}`.withoutTransform
+            const stored = seqOf(counted[0]?.n)
+            if (save.from > stored) return Option.some(checkConversationSave(save, stored) ?? "from is past the end")
+            if (Option.isSome(save.previous)) {
+              const current = yield* sql<{ readonly state: string }>`SELECT state FROM effect_resolve_sessions
+                WHERE session = ${session}`.withoutTransform
+              const problem = checkPrevious(save, current[0]?.state)
+              if (problem !== undefined) return Option.some(problem)
+            }
+            yield* sql`DELETE FROM effect_resolve_conversation
+              WHERE session = ${session} AND seq >= ${save.from}`.withoutTransform
+            if (save.messages.length > 0) {
+              yield* sql`INSERT INTO effect_resolve_conversation ${
+                sql.insert(save.messages.map((message, i) => ({ session, seq: save.from + i, message })))
+              }`.withoutTransform
+            }
+            yield* sql`INSERT INTO effect_resolve_sessions (session, state, updated_at)
+              VALUES (${session}, ${save.state}, ${now})
+              ON CONFLICT (session) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at`
+              .withoutTransform
+            return Option.none<string>()
+          }))
+          return Effect.flatMap(
+            Effect.uninterruptible(Effect.mapError(retryBusy(transaction), writeFailed("saveConversation"))),
+            Option.match({
+              onNone: () => Effect.void,
+              onSome: (problem) => Effect.fail(invalidInput("saveConversation", problem))
+            })
+          )
+        })
+      })
+
+    const loadConversation = (session: string) =>
+      Effect.gen(function*() {
+        const states = yield* read(
+          "loadConversation",
+          sql<{ readonly state: string }>`SELECT state FROM effect_resolve_sessions
+            WHERE session = ${session}`.withoutTransform,
+          (row) => row.state
+        )
+        const state = states[0]
+        if (state === undefined) return Option.none<PendingStore.Conversation>()
+        const messages = yield* read(
+          "loadConversation",
+          sql<{ readonly message: string }>`SELECT message FROM effect_resolve_conversation
+            WHERE session = ${session} ORDER BY seq`.withoutTransform,
+          (row) => row.message
+        )
+        return Option.some({ state, messages })
+      })
+
     return PendingStore.of({
       insert,
       get: (id) => {
@@ -796,6 +871,8 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
           (states) => Option.fromNullable(states[0])
         )
       },
+      saveConversation,
+      loadConversation,
       // 0.3: the owner log of a session (cluster runners).
       logSession: (entry) =>
         Effect.suspend(() => {

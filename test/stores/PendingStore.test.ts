@@ -383,6 +383,37 @@ for (const subject of subjects(tmp.dir, pg)) {
         deepStrictEqual(yield* store.loadSession("s2"), Option.some("other"))
       }))
 
+    test("a conversation saved in increments: each save writes from `from`, in one piece with its state", (store) =>
+      Effect.gen(function*() {
+        const none = Option.none<string>()
+        strictEqual(Option.isNone(yield* store.loadConversation("s1")), true)
+        yield* store.saveConversation("s1", { state: "t1", from: 0, messages: ["a", "b"], previous: none })
+        yield* store.saveConversation("s1", { state: "t2", from: 2, messages: ["c", "d"], previous: Option.some("t1") })
+        yield* store.saveConversation("s2", { state: "x", from: 0, messages: ["z"], previous: none })
+        deepStrictEqual(
+          yield* store.loadConversation("s1"),
+          Option.some({ state: "t2", messages: ["a", "b", "c", "d"] })
+        )
+        // From an earlier message on: what follows is replaced, what precedes kept.
+        yield* store.saveConversation("s1", { state: "t3", from: 1, messages: ["B"], previous: none })
+        deepStrictEqual(yield* store.loadConversation("s1"), Option.some({ state: "t3", messages: ["a", "B"] }))
+        // Past the messages stored, or after another writer's save: refused, nothing written.
+        const past = yield* storeError(
+          store.saveConversation("s1", { state: "t4", from: 3, messages: ["x"], previous: none })
+        )
+        strictEqual(past.operation, "saveConversation")
+        strictEqual(past.message.includes("past the 2 messages stored"), true)
+        const moved = yield* storeError(
+          store.saveConversation("s1", { state: "t4", from: 2, messages: ["x"], previous: Option.some("t2") })
+        )
+        strictEqual(moved.message.includes("another process saved the session since"), true)
+        deepStrictEqual(yield* store.loadConversation("s1"), Option.some({ state: "t3", messages: ["a", "B"] }))
+        deepStrictEqual(yield* store.loadConversation("s2"), Option.some({ state: "x", messages: ["z"] }))
+        // A state saved whole (before 0.3) loads with no messages.
+        yield* store.saveSession("s3", "old")
+        deepStrictEqual(yield* store.loadConversation("s3"), Option.some({ state: "old", messages: [] }))
+      }))
+
     test("a duplicate insert fails typed and changes nothing", (store) =>
       Effect.gen(function*() {
         yield* store.insert(record("a"))
