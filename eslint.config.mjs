@@ -15,7 +15,9 @@ const below = {
   producers: ["internal", "domain", "services", "layers", "tools"],
   render: ["internal", "domain"],
   agent: ["internal", "domain", "services", "layers", "tools"],
-  inbox: ["internal", "domain", "services", "stores", "layers", "tools", "producers", "render", "agent"]
+  inbox: ["internal", "domain", "services", "stores", "layers", "tools", "producers", "render", "agent"],
+  // Sessions on @effect/cluster: the entity runs the agent loop of src/agent on the session services.
+  cluster: ["internal", "domain", "services", "layers", "tools", "agent"]
 }
 const layering = Object.entries(below).map(([folder, allowed]) => {
   const forbidden = Object.keys(below).filter((other) => other !== folder && !allowed.includes(other))

@@ -16,11 +16,12 @@
  * Environment: `BENCH_QUICK=1` runs a shorter version (a smoke run, not for figures).
  */
 import * as Effect from "effect/Effect"
+import { clusterFigures } from "./cluster.js"
 import { editFigures } from "./edit.js"
 import { bytes, median, printTable, ratio, type Row, us, wrap } from "./harness.js"
 import { historyFigures } from "./history.js"
-import { parallelFigures } from "./parallel.js"
 import { inboxFigures } from "./inbox.js"
+import { parallelFigures } from "./parallel.js"
 import { floorProgram, queueCycle } from "./queue.js"
 import { heapGrowth, resolveRoundTrip, retainedPerAction } from "./resolve.js"
 import { sessionFigures } from "./session.js"
@@ -184,6 +185,14 @@ rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
   const inbox = await inboxFigures({ quick, repeats: quick ? 2 : 5 })
   rows.push(...inbox.rows)
   checks.push(...inbox.missed)
+}
+
+// Sessions on @effect/cluster: a person's decision through two runner processes and SingleRunner against the plain
+// durable session, and a runner's SIGKILL until its sessions answer again (bench/cluster.ts).
+{
+  const cluster = await clusterFigures()
+  rows.push(...cluster.rows)
+  checks.push(...cluster.missed)
 }
 
 console.log(`\neffect-resolve benchmarks (node ${process.version}, ${cycles} cycles × ${repeats} runs per figure)\n`)

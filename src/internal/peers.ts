@@ -19,7 +19,9 @@ export const peerRanges = {
   "@effect/sql": "^0.52.1",
   "@effect/sql-libsql": "^0.42.0",
   "@effect/sql-pg": "^0.53.0",
-  "@effect/experimental": "^0.61.1"
+  "@effect/experimental": "^0.61.1",
+  "@effect/cluster": "^0.60.2",
+  "@effect/rpc": "^0.76.2"
 } as const
 
 /** An optional peer. */
@@ -32,7 +34,16 @@ export const entryPeers = {
   "effect-resolve/ai": ["@effect/ai", "@effect/platform"],
   "effect-resolve/sqlite": ["@effect/sql", "@effect/sql-libsql", "@effect/experimental", "@effect/platform"],
   "effect-resolve/postgres": ["@effect/sql", "@effect/sql-pg", "@effect/experimental", "@effect/platform"],
-  "effect-resolve/inbox": ["@effect/platform", "@effect/platform-node"]
+  "effect-resolve/inbox": ["@effect/platform", "@effect/platform-node"],
+  "effect-resolve/cluster": [
+    "@effect/cluster",
+    "@effect/rpc",
+    "@effect/platform-node",
+    "@effect/platform",
+    "@effect/sql",
+    "@effect/experimental",
+    "@effect/ai"
+  ]
 } as const satisfies Record<string, ReadonlyArray<Peer>>
 
 /** An entry point with optional peers. */

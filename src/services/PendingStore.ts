@@ -374,6 +374,54 @@ export declare namespace PendingStore {
   }
 
   /**
+   * One entry of a session's owner log: the runtime instance `owner` opened the session (`open`), saved its state
+   * (`save`) or closed it (`close`), at `at` (epoch milliseconds, from `Clock`). A cluster runner keeps this log
+   * (`effect-resolve/cluster`: each open and close, and with `logSaves` each save): the next runner opens a session
+   * once its last owner closed it or is gone, and with the journal's claims the store shows who ran each session, when.
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export interface SessionLogEntry {
+    readonly session: string
+    readonly owner: string
+    readonly event: "open" | "save" | "close"
+    readonly at: number
+  }
+
+  /**
+   * A save of a session's conversation in increments (`saveConversation`): its resumable state (JSON text), and its
+   * messages (each a JSON text) from index `from` on. The messages the store holds at `from` and after are replaced
+   * by `messages`; those before `from` stay as they are, so a turn writes only what it added.
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export interface ConversationSave {
+    readonly state: string
+    /** The index of the first message written (0 or more, at most the number of messages stored). */
+    readonly from: number
+    readonly messages: ReadonlyArray<string>
+    /**
+     * The state this writer saved or loaded last: when the stored state is another (a second process saved the
+     * session since), the messages before `from` may not be this writer's, and the save fails, writing nothing (save
+     * again from 0). `Option.none()`: no such check.
+     */
+    readonly previous: Option.Option<string>
+  }
+
+  /**
+   * A session's saved conversation (`loadConversation`): its state, and every message stored, in order.
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export interface Conversation {
+    readonly state: string
+    readonly messages: ReadonlyArray<string>
+  }
+
+  /**
    * Every method is atomic: a transition is one transaction (the record and its journal event) and either happens
    * wholly or not at all. Writes are uninterruptible once started, so an interrupted caller's store is never in an
    * unknown state. Bad input fails with a `PendingStoreError` and changes nothing. Times are epoch milliseconds
@@ -512,6 +560,45 @@ export declare namespace PendingStore {
      * many went. A reader that lags further behind than what is kept misses those notes.
      */
     readonly pruneNotes: (keepLast: number) => Effect.Effect<number, PendingStoreError>
+    // -- 0.3: a session's conversation in increments ---------------------------------------------------------------
+    /**
+     * Saves the session's state and its messages from `from` on (`ConversationSave`), in one transaction: the
+     * bytes written per turn are the turn's own, not the whole conversation's. Bad input (a `from` past the messages
+     * stored) fails with a `PendingStoreError` and writes nothing.
+     *
+     * @since 0.3.0
+     */
+    readonly saveConversation: (
+      session: string,
+      save: PendingStore.ConversationSave
+    ) => Effect.Effect<void, PendingStoreError>
+    /**
+     * The session's last saved state with every message stored, if any state was saved (by `saveConversation` or
+     * `saveSession`; after a `saveSession` only, `messages` is empty).
+     *
+     * @since 0.3.0
+     */
+    readonly loadConversation: (
+      session: string
+    ) => Effect.Effect<Option.Option<PendingStore.Conversation>, PendingStoreError>
+    // -- 0.3: the owner log of a session (cluster runners) --------------------------------------------------------
+    /**
+     * Appends one entry to the session's owner log (an append-only table; nothing else reads or prunes it). Bad
+     * input fails with a `PendingStoreError` and appends nothing.
+     *
+     * @since 0.3.0
+     */
+    readonly logSession: (entry: PendingStore.SessionLogEntry) => Effect.Effect<void, PendingStoreError>
+    /**
+     * The session's owner log, in the order it was appended; with `last`, only its last `last` entries (a cluster
+     * runner reads the last one before it opens the session).
+     *
+     * @since 0.3.0
+     */
+    readonly sessionLog: (
+      session: string,
+      options?: { readonly last?: number | undefined }
+    ) => Effect.Effect<ReadonlyArray<PendingStore.SessionLogEntry>, PendingStoreError>
   }
 }
 
@@ -555,6 +642,60 @@ export const duplicateId = (id: string): PendingStoreError =>
   })
 
 /**
+ * What is wrong with a `saveConversation` input, given the number of messages stored, if anything (the memory and SQL
+ * stores refuse the same saves with the same words).
+ *
+ * @since 0.3.0
+ * @category validation
+ */
+export const checkConversationSave = (
+  save: PendingStore.ConversationSave,
+  stored: number
+): string | undefined => {
+  if (!Number.isSafeInteger(save.from) || save.from < 0) return "from must be a whole number, 0 or more"
+  if (save.from > stored) return `from (${save.from}) is past the ${stored} messages stored`
+  if (!Array.isArray(save.messages) || !save.messages.every((m) => typeof m === "string")) {
+    return "messages must be strings"
+  }
+  return undefined
+}
+
+/**
+ * Whether a `saveConversation` expecting `previous` finds the stored state it expects (the memory and SQL stores refuse
+ * the same saves with the same words).
+ *
+ * @since 0.3.0
+ * @category validation
+ */
+export const checkPrevious = (
+  save: PendingStore.ConversationSave,
+  stored: string | undefined
+): string | undefined =>
+  Option.isSome(save.previous) && save.previous.value !== stored ?
+    "the stored state is not the one this writer saved last (another process saved the session since): save from 0" :
+    undefined
+
+/**
+ * What is wrong with an owner-log entry given to `logSession`, if anything (the memory and SQL stores refuse the same
+ * entries with the same words).
+ *
+ * @since 0.3.0
+ * @category validation
+ */
+export const checkSessionLogEntry = (entry: PendingStore.SessionLogEntry): string | undefined => {
+  if (typeof entry !== "object" || entry === null) return "the entry is not an object"
+  if (typeof entry.session !== "string") return "session must be a string"
+  if (typeof entry.owner !== "string" || entry.owner.length === 0) return "owner must be a non-empty string"
+  if (entry.event !== "open" && entry.event !== "save" && entry.event !== "close") {
+    return `event must be "open", "save" or "close", got ${JSON.stringify(entry.event)}`
+  }
+  if (!(typeof entry.at === "number" && Number.isSafeInteger(entry.at) && entry.at >= 0)) {
+    return "at must be epoch milliseconds (a non-negative integer)"
+  }
+  return undefined
+}
+
+/**
  * Builds an in-memory store (what `layerMemory` provides). Its state is closure-local and changed only inside
  * synchronous blocks, each atomic like a `Ref.modify`; records are frozen, so what a read returns never changes.
  *
@@ -571,6 +712,9 @@ export const makeMemory = (): PendingStore.Service => {
   const resolving = new Set<string>()
   const journal = new Map<string, Array<PendingEvent>>()
   const sessions = new Map<string, string>()
+  const conversations = new Map<string, ReadonlyArray<string>>()
+  /** Per session, its owner log. */
+  const sessionLogs = new Map<string, Array<PendingStore.SessionLogEntry>>()
   /** Runtime instances and the ends of their leases. */
   const instances = new Map<string, number>()
   let seq = 0
@@ -831,7 +975,48 @@ export const makeMemory = (): PendingStore.Service => {
         sessions.set(session, state)
         return Effect.void
       }),
-    loadSession: (session) => Effect.sync(() => Option.fromNullable(sessions.get(session)))
+    loadSession: (session) => Effect.sync(() => Option.fromNullable(sessions.get(session))),
+    saveConversation: (session, save) =>
+      Effect.suspend(() => {
+        const stored = conversations.get(session) ?? []
+        const problem = checkSession(session, save.state) ?? checkConversationSave(save, stored.length) ??
+          checkPrevious(save, sessions.get(session))
+        if (problem !== undefined) return Effect.fail(invalidInput("saveConversation", problem))
+        sessions.set(session, save.state)
+        conversations.set(session, [...stored.slice(0, save.from), ...save.messages])
+        return Effect.void
+      }),
+    loadConversation: (session) =>
+      Effect.sync(() => {
+        const state = sessions.get(session)
+        return state === undefined ?
+          Option.none() :
+          Option.some({ state, messages: conversations.get(session)?.slice() ?? [] })
+      }),
+    logSession: (entry) =>
+      Effect.suspend(() => {
+        const problem = checkSessionLogEntry(entry)
+        if (problem !== undefined) return Effect.fail(invalidInput("logSession", problem))
+        const stored: PendingStore.SessionLogEntry = Object.freeze({
+          session: entry.session,
+          owner: entry.owner,
+          event: entry.event,
+          at: entry.at
+        })
+        const log = sessionLogs.get(entry.session)
+        if (log === undefined) sessionLogs.set(entry.session, [stored])
+        else log.push(stored)
+        return Effect.void
+      }),
+    sessionLog: (session, options) =>
+      Effect.suspend(() => {
+        const last = options?.last
+        if (last !== undefined && !(Number.isSafeInteger(last) && last >= 1)) {
+          return Effect.fail(invalidInput("sessionLog", "last must be a whole number, 1 or more"))
+        }
+        const log = sessionLogs.get(session) ?? []
+        return Effect.succeed(last === undefined ? log.slice() : log.slice(-last))
+      })
   })
 }
 

@@ -8,7 +8,8 @@
  * statement (on both dialects). `claim` is `UPDATE ... SET status = 'resolving' ... WHERE status = 'pending'`: of
  * any number of concurrent claims of one record, in one process or many, the database lets exactly one match.
  *
- * Columns are read without the client's name transforms, so a client configured with `transformResultNames` works.
+ * Columns are read without the client's name transforms, so a client configured with `transformResultNames` works,
+ * and integers are read whether the driver returns them as numbers, text or `bigint` (libsql's `intMode`).
  * Epoch milliseconds are `INTEGER` (SQLite) / `bigint` (Postgres, which returns them as strings; they are decoded
  * back to numbers exactly). Every row is decoded on its own: a row changed outside the store (a payload that is not
  * JSON, a time or status it cannot read) comes back as an `unreadable` record with the reason, and the others as
@@ -65,6 +66,9 @@ import {
   maxNotesPrune
 } from "../services/internal/pendingStore.js"
 import {
+  checkConversationSave,
+  checkPrevious,
+  checkSessionLogEntry,
   duplicateDecision,
   duplicateId,
   invalidInput,
@@ -319,6 +323,28 @@ $body$`,
 FOR EACH ROW EXECUTE FUNCTION effect_resolve_forget_decisions()`
 ]
 
+// 0.3, for cluster runners: the owner log of a session (who opened, saved and closed it, and when).
+const clusterCommon = (types: { readonly seq: string; readonly millis: string }): ReadonlyArray<string> => [
+  `CREATE TABLE effect_resolve_session_log (
+  seq ${types.seq},
+  session TEXT NOT NULL,
+  owner TEXT NOT NULL,
+  event TEXT NOT NULL,
+  at ${types.millis} NOT NULL
+)`,
+  "CREATE INDEX effect_resolve_session_log_by_session ON effect_resolve_session_log (session, seq)"
+]
+
+/** 0.3: a session's conversation, one row per message, so that a turn writes only the messages it added. */
+const conversationSchema = (types: { readonly int: string }): ReadonlyArray<string> => [
+  `CREATE TABLE effect_resolve_conversation (
+  session TEXT NOT NULL,
+  seq ${types.int} NOT NULL,
+  message TEXT NOT NULL,
+  PRIMARY KEY (session, seq)
+)`
+]
+
 const runStatements = (statements: { readonly pg: ReadonlyArray<string>; readonly sqlite: ReadonlyArray<string> }) =>
   Effect.flatMap(SqlClient.SqlClient, (sql) => {
     const schema = sql.onDialectOrElse({
@@ -341,7 +367,15 @@ const runStatements = (statements: { readonly pg: ReadonlyArray<string>; readonl
 export const migrations: Migrator.Loader = Migrator.fromRecord({
   "1_pending_store": runStatements({ pg: pgSchema, sqlite: sqliteSchema }),
   "2_shared_sessions": runStatements({ pg: pgSharedSessions, sqlite: sqliteSharedSessions }),
-  "3_inbox": runStatements({ pg: pgInbox, sqlite: sqliteInbox })
+  "3_inbox": runStatements({ pg: pgInbox, sqlite: sqliteInbox }),
+  "4_cluster": runStatements({
+    pg: clusterCommon({ seq: "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY", millis: "bigint" }),
+    sqlite: clusterCommon({ seq: "INTEGER PRIMARY KEY", millis: "INTEGER" })
+  }),
+  "5_conversation": runStatements({
+    pg: conversationSchema({ int: "integer" }),
+    sqlite: conversationSchema({ int: "INTEGER" })
+  })
 })
 
 const runMigrator = Migrator.make({})
@@ -409,6 +443,14 @@ interface RecordRow {
   readonly outcome: unknown
 }
 
+/** A row of the owner log. */
+interface LogRow {
+  readonly session: unknown
+  readonly owner: unknown
+  readonly event: unknown
+  readonly at: unknown
+}
+
 interface EventRow {
   readonly seq: unknown
   readonly action_id: unknown
@@ -440,7 +482,11 @@ const rowReader = () => {
   const text = (name: string, u: unknown): string => typeof u === "string" ? u : note(`${name} is not text`, String(u))
   const nullableText = (name: string, u: unknown): string | null => u === null ? null : text(name, u)
   const millis = (name: string, u: unknown): number => {
-    const n = typeof u === "number" ? u : typeof u === "string" && /^\d{1,16}$/.test(u) ? Number(u) : Number.NaN
+    const n = typeof u === "number" || typeof u === "bigint" ?
+      Number(u) :
+      typeof u === "string" && /^\d{1,16}$/.test(u) ?
+      Number(u) :
+      Number.NaN
     return Number.isSafeInteger(n) && n >= 0 ? n : note(`${name} ${quoted(u)} is not epoch milliseconds`, 0)
   }
   const nullableMillis = (name: string, u: unknown): number | null => u === null ? null : millis(name, u)
@@ -542,7 +588,11 @@ const seqOf = (u: unknown): number => typeof u === "number" ? u : Number(u)
 
 /** A raw `created_at` for a cursor: a number when it is one, else the text a corrupted SQLite row holds. */
 const rawMillis = (u: unknown): number | string =>
-  typeof u === "number" ? u : typeof u === "string" && /^\d{1,16}$/.test(u) ? Number(u) : String(u)
+  typeof u === "number" || typeof u === "bigint" ?
+    Number(u) :
+    typeof u === "string" && /^\d{1,16}$/.test(u) ?
+    Number(u) :
+    String(u)
 
 /**
  * A page from the rows of a query that asked for one more than `limit`: the first `limit` as items, and when the
@@ -803,6 +853,65 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
         })
       })
 
+    const saveConversation = (session: string, save: PendingStore.ConversationSave) =>
+      Effect.suspend(() => {
+        const problem = checkSession(session, save.state) ?? checkConversationSave(save, Number.MAX_SAFE_INTEGER)
+        if (problem !== undefined) return Effect.fail(invalidInput("saveConversation", problem))
+        return Effect.flatMap(Clock.currentTimeMillis, (now) => {
+          // One transaction: the messages from `from` on, then the state that counts them.
+          const transaction = sql.withTransaction(Effect.gen(function*() {
+            const counted = yield* sql<{ readonly n: unknown }>`SELECT count(*) AS n FROM effect_resolve_conversation
+              WHERE session = ${session}`.withoutTransform
+            const stored = seqOf(counted[0]?.n)
+            if (save.from > stored) return Option.some(checkConversationSave(save, stored) ?? "from is past the end")
+            if (Option.isSome(save.previous)) {
+              const current = yield* sql<{ readonly state: string }>`SELECT state FROM effect_resolve_sessions
+                WHERE session = ${session}`.withoutTransform
+              const problem = checkPrevious(save, current[0]?.state)
+              if (problem !== undefined) return Option.some(problem)
+            }
+            yield* sql`DELETE FROM effect_resolve_conversation
+              WHERE session = ${session} AND seq >= ${save.from}`.withoutTransform
+            if (save.messages.length > 0) {
+              yield* sql`INSERT INTO effect_resolve_conversation ${
+                sql.insert(save.messages.map((message, i) => ({ session, seq: save.from + i, message })))
+              }`.withoutTransform
+            }
+            yield* sql`INSERT INTO effect_resolve_sessions (session, state, updated_at)
+              VALUES (${session}, ${save.state}, ${now})
+              ON CONFLICT (session) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at`
+              .withoutTransform
+            return Option.none<string>()
+          }))
+          return Effect.flatMap(
+            Effect.uninterruptible(Effect.mapError(retryBusy(transaction), writeFailed("saveConversation"))),
+            Option.match({
+              onNone: () => Effect.void,
+              onSome: (problem) => Effect.fail(invalidInput("saveConversation", problem))
+            })
+          )
+        })
+      })
+
+    const loadConversation = (session: string) =>
+      Effect.gen(function*() {
+        const states = yield* read(
+          "loadConversation",
+          sql<{ readonly state: string }>`SELECT state FROM effect_resolve_sessions
+            WHERE session = ${session}`.withoutTransform,
+          (row) => row.state
+        )
+        const state = states[0]
+        if (state === undefined) return Option.none<PendingStore.Conversation>()
+        const messages = yield* read(
+          "loadConversation",
+          sql<{ readonly message: string }>`SELECT message FROM effect_resolve_conversation
+            WHERE session = ${session} ORDER BY seq`.withoutTransform,
+          (row) => row.message
+        )
+        return Option.some({ state, messages })
+      })
+
     return PendingStore.of({
       ...makeInbox(sql, { run, read, write }),
       insert,
@@ -869,6 +978,41 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
         return Effect.map(
           read("loadSession", statement.withoutTransform, (row) => row.state),
           (states) => Option.fromNullable(states[0])
+        )
+      },
+      saveConversation,
+      loadConversation,
+      // 0.3: the owner log of a session (cluster runners).
+      logSession: (entry) =>
+        Effect.suspend(() => {
+          const problem = checkSessionLogEntry(entry)
+          if (problem !== undefined) return Effect.fail(invalidInput("logSession", problem))
+          const statement = sql`INSERT INTO effect_resolve_session_log (session, owner, event, at)
+            VALUES (${entry.session}, ${entry.owner}, ${entry.event}, ${entry.at})`
+          return Effect.asVoid(write("logSession", statement.withoutTransform))
+        }),
+      sessionLog: (session, options) => {
+        const last = options?.last
+        if (last !== undefined && !(Number.isSafeInteger(last) && last >= 1)) {
+          return Effect.fail(invalidInput("sessionLog", "last must be a whole number, 1 or more"))
+        }
+        // The last entries: read newest first through the index, then put back in order.
+        const statement = last === undefined ?
+          sql<LogRow>`SELECT session, owner, event, at FROM effect_resolve_session_log
+            WHERE session = ${session} ORDER BY seq` :
+          sql<LogRow>`SELECT session, owner, event, at FROM effect_resolve_session_log
+            WHERE session = ${session} ORDER BY seq DESC LIMIT ${last}`
+        return Effect.map(
+          run("sessionLog", statement.withoutTransform),
+          (rows) => {
+            const entries = rows.map((row): PendingStore.SessionLogEntry => ({
+              session: String(row.session),
+              owner: String(row.owner),
+              event: row.event as PendingStore.SessionLogEntry["event"],
+              at: seqOf(row.at)
+            }))
+            return last === undefined ? entries : entries.reverse()
+          }
         )
       }
     })

@@ -4,7 +4,7 @@
  * opened on the same session (a new layer, as a restarted process builds it) sends its next request exactly as the
  * first process would have.
  */
-import { Tool, Toolkit } from "@effect/ai"
+import { Prompt, Tool, Toolkit } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
 import { Context, Effect, Exit, Layer, Option, Ref, Schema, Scope } from "effect"
@@ -196,7 +196,7 @@ describe("a durable agent session", () => {
     Effect.gen(function*() {
       // The store forgets every save: as if the process died before the end of the turn that staged the preview.
       const memory = makeMemory()
-      const store = Layer.succeed(PendingStore, { ...memory, saveSession: () => Effect.void })
+      const store = Layer.succeed(PendingStore, { ...memory, saveConversation: () => Effect.void })
       const disk = yield* Ref.make<Record<string, string>>({})
       const first = yield* openSession(store, disk, [stageTurn])
       yield* first.run(drive("Say hello in a.ts", 1))
@@ -209,6 +209,56 @@ describe("a durable agent session", () => {
       assert.include(next!.userTexts, restoredPreviewText(staged!))
       assert.include(restoredPreviewText(staged!), "a.ts would become \"hello\"")
       deepStrictEqual(next!.toolChoice, { tool: "resolve" })
+      deepStrictEqual(yield* Ref.get(disk), { "a.ts": "hello" })
+      yield* second.close
+    }))
+})
+
+describe("a durable agent session's conversation is saved in increments", () => {
+  it.live("each turn writes only the messages it added; a restart reads them back and sends the same request", () =>
+    Effect.gen(function*() {
+      const memory = makeMemory()
+      const saves: Array<{ readonly from: number; readonly written: number }> = []
+      const store = Layer.succeed(PendingStore, {
+        ...memory,
+        saveConversation: (session, save) => {
+          saves.push({ from: save.from, written: save.messages.length })
+          return memory.saveConversation(session, save)
+        }
+      })
+      const disk = yield* Ref.make<Record<string, string>>({})
+      const script = [stageTurn, resolveTurn, "Done.", "Still done.", stageTurn, resolveTurn, "Done again."]
+      const first = yield* openSession(store, disk, script)
+      yield* first.run(drive("Say hello in a.ts"))
+      yield* first.run(drive("Anything else?"))
+      yield* first.run(drive("Say hello again", 1))
+      const history = yield* first.run(Effect.flatMap(TurnDriver, (driver) => driver.history))
+      yield* first.close
+
+      // Every save starts where the one before ended: no message is written twice.
+      assert.isAtLeast(saves.length, 5)
+      let stored = 0
+      for (const save of saves) {
+        assert.strictEqual(save.from, stored)
+        assert.isAtMost(save.written, 4, "a turn adds a request's messages and the answer, not the conversation")
+        stored = save.from + save.written
+      }
+      assert.strictEqual(stored, history.content.length)
+      const saved = Option.getOrThrow(yield* memory.loadConversation("agent-1"))
+      assert.strictEqual(saved.messages.length, history.content.length)
+
+      // A restart: the next request carries the first process's conversation exactly, message for message, then the
+      // new prompt (and the resolve forced for the preview still pending, as the first process would have).
+      const second = yield* openSession(store, disk, [resolveTurn, "Done."])
+      yield* second.run(drive("Continue."))
+      const [resumed] = yield* second.run(ScriptedModel.requests)
+      const encode = Schema.encodeSync(Prompt.Prompt)
+      deepStrictEqual(
+        encode(Prompt.fromMessages(resumed!.prompt.content.slice(0, history.content.length))),
+        encode(history)
+      )
+      assert.include(resumed!.userTexts, "Continue.")
+      deepStrictEqual(resumed!.toolChoice, { tool: "resolve" })
       deepStrictEqual(yield* Ref.get(disk), { "a.ts": "hello" })
       yield* second.close
     }))

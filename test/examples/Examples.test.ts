@@ -14,6 +14,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { promisify } from "node:util"
 import { blocks, documents, root, runExample } from "../../scripts/readme-examples.js"
+import { postgresForTests } from "../support/pgTest.js"
+import { freshSchema } from "../support/postgres.js"
 import * as ProviderServer from "../support/ProviderServer.js"
 
 const marked = documents().flatMap((document) =>
@@ -129,6 +131,37 @@ describe("examples/durable-resume.ts, run as separate processes", () => {
       }
     },
     120_000
+  )
+})
+
+describe("examples/cluster.ts: two runner processes and a client", () => {
+  const run = (env: Record<string, string | undefined>) =>
+    promisify(execFile)(process.execPath, ["--import", "tsx", "examples/cluster.ts"], {
+      cwd: root,
+      env: { ...process.env, ...env },
+      timeout: 170_000
+    })
+
+  it("without EFFECT_RESOLVE_PG_URL it says what it needs and runs nothing", async () => {
+    const { stdout } = await run({ EFFECT_RESOLVE_PG_URL: "" })
+    assert.strictEqual(
+      stdout,
+      "This example needs a Postgres server: set EFFECT_RESOLVE_PG_URL=postgres://user@host:port/db and run\n" +
+        "it again. Nothing was run.\n"
+    )
+  }, 60_000)
+
+  it(
+    "on the test run's Postgres: runner A dies mid-run, every session finishes on B, each note written once",
+    async () => {
+      const pg = await postgresForTests()
+      if (pg._tag === "Unavailable") return
+      const { stdout } = await run({ EFFECT_RESOLVE_PG_URL: await Effect.runPromise(freshSchema(pg.url)) })
+      const doc = readFileSync(join(root, "docs/cluster.md"), "utf8")
+      const shown = /```text\n(Runner A was killed[\s\S]*?)```/.exec(doc)?.[1]
+      assert.strictEqual(stdout, shown, "docs/cluster.md shows what the example prints")
+    },
+    180_000
   )
 })
 

@@ -383,6 +383,37 @@ for (const subject of subjects(tmp.dir, pg)) {
         deepStrictEqual(yield* store.loadSession("s2"), Option.some("other"))
       }))
 
+    test("a conversation saved in increments: each save writes from `from`, in one piece with its state", (store) =>
+      Effect.gen(function*() {
+        const none = Option.none<string>()
+        strictEqual(Option.isNone(yield* store.loadConversation("s1")), true)
+        yield* store.saveConversation("s1", { state: "t1", from: 0, messages: ["a", "b"], previous: none })
+        yield* store.saveConversation("s1", { state: "t2", from: 2, messages: ["c", "d"], previous: Option.some("t1") })
+        yield* store.saveConversation("s2", { state: "x", from: 0, messages: ["z"], previous: none })
+        deepStrictEqual(
+          yield* store.loadConversation("s1"),
+          Option.some({ state: "t2", messages: ["a", "b", "c", "d"] })
+        )
+        // From an earlier message on: what follows is replaced, what precedes kept.
+        yield* store.saveConversation("s1", { state: "t3", from: 1, messages: ["B"], previous: none })
+        deepStrictEqual(yield* store.loadConversation("s1"), Option.some({ state: "t3", messages: ["a", "B"] }))
+        // Past the messages stored, or after another writer's save: refused, nothing written.
+        const past = yield* storeError(
+          store.saveConversation("s1", { state: "t4", from: 3, messages: ["x"], previous: none })
+        )
+        strictEqual(past.operation, "saveConversation")
+        strictEqual(past.message.includes("past the 2 messages stored"), true)
+        const moved = yield* storeError(
+          store.saveConversation("s1", { state: "t4", from: 2, messages: ["x"], previous: Option.some("t2") })
+        )
+        strictEqual(moved.message.includes("another process saved the session since"), true)
+        deepStrictEqual(yield* store.loadConversation("s1"), Option.some({ state: "t3", messages: ["a", "B"] }))
+        deepStrictEqual(yield* store.loadConversation("s2"), Option.some({ state: "x", messages: ["z"] }))
+        // A state saved whole (before 0.3) loads with no messages.
+        yield* store.saveSession("s3", "old")
+        deepStrictEqual(yield* store.loadConversation("s3"), Option.some({ state: "old", messages: [] }))
+      }))
+
     test("a duplicate insert fails typed and changes nothing", (store) =>
       Effect.gen(function*() {
         yield* store.insert(record("a"))
@@ -611,6 +642,37 @@ for (const subject of subjects(tmp.dir, pg)) {
         strictEqual(Option.isNone(yield* store.get("a")), true)
         deepStrictEqual(yield* store.list("s1"), [])
         deepStrictEqual(yield* store.history("a"), [])
+      }))
+
+    // 0.3: the owner log of a session (cluster runners).
+    test("logSession appends to a session's owner log, read back in order; bad entries are refused", (store) =>
+      Effect.gen(function*() {
+        deepStrictEqual(yield* store.sessionLog("s1"), [])
+        const entries: ReadonlyArray<PendingStore.SessionLogEntry> = [
+          { session: "s1", owner: "host:1:0:a", event: "open", at: T0 },
+          { session: "s2", owner: "host:2:0:b", event: "open", at: T0 + 1 },
+          { session: "s1", owner: "host:1:0:a", event: "save", at: T0 + 2 },
+          { session: "s1", owner: "host:1:0:a", event: "save", at: T0 + 2 },
+          { session: "s1", owner: "host:1:0:a", event: "close", at: Number.MAX_SAFE_INTEGER }
+        ]
+        for (const entry of entries) yield* store.logSession(entry)
+        deepStrictEqual(yield* store.sessionLog("s1"), entries.filter((e) => e.session === "s1"))
+        deepStrictEqual(yield* store.sessionLog("s2"), [entries[1]])
+        deepStrictEqual(yield* store.sessionLog("s1", { last: 2 }), [entries[3], entries[4]])
+        deepStrictEqual(yield* store.sessionLog("s1", { last: 10 }), entries.filter((e) => e.session === "s1"))
+        strictEqual((yield* storeError(store.sessionLog("s1", { last: 0 }))).operation, "sessionLog")
+        const bad: ReadonlyArray<PendingStore.SessionLogEntry> = [
+          { session: "s1", owner: "", event: "open", at: T0 },
+          { session: "s1", owner: "o", event: "opened" as "open", at: T0 },
+          { session: "s1", owner: "o", event: "save", at: 1.5 },
+          { session: "s1", owner: "o", event: "save", at: -1 }
+        ]
+        for (const entry of bad) {
+          const error = yield* storeError(store.logSession(entry))
+          strictEqual(error.operation, "logSession")
+          strictEqual(error.message.endsWith("nothing was changed."), true)
+        }
+        strictEqual((yield* store.sessionLog("s1")).length, 4)
       }))
   })
 }

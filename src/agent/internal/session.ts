@@ -49,6 +49,8 @@ export interface Session extends PolicyContext, RefusalContext, ToolCallContext 
   readonly lastChoice: Ref.Ref<Option.Option<string>>
   /** Durable: the pending actions whose preview the conversation holds, saved with it. */
   readonly shown: Ref.Ref<ReadonlySet<string>>
+  /** Durable: the conversation's messages as the store holds them (a save writes from the first that differs). */
+  readonly saved: Ref.Ref<{ readonly messages: ReadonlyArray<Prompt.Message>; readonly state: string | undefined }>
   /** One run at a time per session: a run owns the queue's in-flight slot for each of its turns. */
   readonly lock: Effect.Semaphore
 }
@@ -90,6 +92,9 @@ export const makeSession = (
       refused: yield* Ref.make<Refused>(refusedNothing),
       lastChoice: yield* Ref.make(Option.none<string>()),
       shown: yield* Ref.make<ReadonlySet<string>>(new Set()),
+      saved: yield* Ref.make<{ readonly messages: ReadonlyArray<Prompt.Message>; readonly state: string | undefined }>(
+        { messages: [], state: undefined }
+      ),
       lock: yield* Effect.makeSemaphore(1)
     }
   })

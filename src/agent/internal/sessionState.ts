@@ -9,6 +9,7 @@
 import * as Prompt from "@effect/ai/Prompt"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
@@ -21,12 +22,16 @@ import type { Session } from "./session.js"
 
 /**
  * What a durable session stores after every turn, to continue after a restart exactly where it stopped: the
- * conversation, the steering messages not yet sent, the forcing state (keyed by pending-action id, stable across a
+ * conversation (version 1: whole, in the state; version 2, since 0.3: its messages in the store's conversation rows,
+ * written in increments, and their count here), the steering messages not yet sent, the forcing state (keyed by pending-action id, stable across a
  * restart) and the forcing the provider refused.
  */
 const SessionState = Schema.Struct({
-  version: Schema.Literal(1),
-  history: Prompt.Prompt,
+  version: Schema.Literal(1, 2),
+  /** Version 1: the whole conversation. */
+  history: Schema.optional(Prompt.Prompt),
+  /** Version 2: how many of the stored conversation rows are the conversation. */
+  messages: Schema.optional(Schema.Number),
   steering: Schema.Array(SteeringMessage),
   forceNext: Schema.Array(Schema.String),
   ignoredForced: Schema.Array(Schema.Tuple(Schema.String, Schema.Number)),
@@ -46,6 +51,9 @@ const SessionState = Schema.Struct({
 })
 
 const SessionStateJson = Schema.parseJson(SessionState)
+
+/** One message of the conversation, as one row of the store (`PendingStore.saveConversation`). */
+const MessageJson = Schema.parseJson(Prompt.Message)
 
 /**
  * The text that shows the model a preview it staged before a restart when the restored conversation does not hold
@@ -67,13 +75,33 @@ export const restore = (session: Session): Effect.Effect<void, PendingStoreError
     const { carry, forcing, history, id, lastChoice, pending, refused, shown, store, turnCount } = session
     if (store === undefined) return
     const actions = yield* pending.listOpen
-    const saved = yield* store.loadSession(id)
+    const saved = yield* store.loadConversation(id)
     let savedShown: ReadonlySet<string> | undefined
     if (Option.isSome(saved)) {
-      const decoded = Schema.decodeUnknownEither(SessionStateJson)(saved.value)
+      const decoded = Schema.decodeUnknownEither(SessionStateJson)(saved.value.state).pipe(
+        Either.flatMap((state) =>
+          state.version === 1 ?
+            Either.right({ state, history: state.history ?? Prompt.empty }) :
+            Either.map(
+              Either.all(
+                saved.value.messages.slice(0, state.messages ?? 0).map((m) =>
+                  Schema.decodeUnknownEither(MessageJson)(m)
+                )
+              ),
+              (messages) => ({ state, history: Prompt.fromMessages(messages) })
+            )
+        )
+      )
       if (decoded._tag === "Right") {
-        const state = decoded.right
-        yield* Ref.set(history, state.history)
+        const { history: restoredHistory, state } = decoded.right
+        yield* Ref.set(history, restoredHistory)
+        // A version 1 state holds no conversation rows: the first save writes every message.
+        yield* Ref.set(
+          session.saved,
+          state.version === 1 ?
+            { messages: [], state: undefined } :
+            { messages: restoredHistory.content, state: saved.value.state }
+        )
         yield* Ref.set(carry, state.steering)
         // Only the entries of actions still pending: a directive that is gone (an action resolved by another
         // process) would never be served, and its entry never forgotten.
@@ -131,13 +159,19 @@ export const restore = (session: Session): Effect.Effect<void, PendingStoreError
 
 /** Saves the session for a restart (durable sessions only); a failed save is logged, never fails the run. */
 export const persist = (session: Session): Effect.Effect<void> => {
-  const { bus, carry, forcing, history, id, lastChoice, refused, shown, store, turnCount } = session
+  const { bus, carry, forcing, history, id, lastChoice, refused, saved, shown, store, turnCount } = session
   if (store === undefined) return Effect.void
   return Effect.gen(function*() {
     const entries = [...(yield* Ref.get(forcing))]
+    // The messages written are those from the first one the store does not hold as it is (the conversation only
+    // grows, so this is the turn's own; an earlier message replaced, by identity, rewrites from there).
+    const messages = (yield* Ref.get(history)).content
+    const before = yield* Ref.get(saved)
+    let from = 0
+    while (from < before.messages.length && from < messages.length && before.messages[from] === messages[from]) from++
     const state: typeof SessionState.Type = {
-      version: 1,
-      history: yield* Ref.get(history),
+      version: 2,
+      messages: messages.length,
       steering: [...(yield* Ref.get(carry)), ...(yield* bus.pending)],
       forceNext: entries.filter(([, entry]) => entry.forceNext).map(([key]) => key),
       ignoredForced: entries.filter(([, entry]) => entry.ignored > 0).map(([key, entry]) => [key, entry.ignored]),
@@ -152,7 +186,22 @@ export const persist = (session: Session): Effect.Effect<void> => {
       shown: [...(yield* Ref.get(shown))]
     }
     const json = yield* Schema.encode(SessionStateJson)(state)
-    yield* store.saveSession(id, json)
+    const encode = (start: number) =>
+      Effect.forEach(messages.slice(start), (message) => Schema.encode(MessageJson)(message))
+    const whole = Effect.flatMap(
+      encode(0),
+      (rows) => store.saveConversation(id, { state: json, from: 0, messages: rows, previous: Option.none() })
+    )
+    // Another process may have saved the session since (a shared session with no single owner): then the rows
+    // before `from` may be its own, and the conversation is written whole (the last save wins, as a whole).
+    yield* from === 0 || before.state === undefined ? whole : Effect.flatMap(
+      encode(from),
+      (rows) =>
+        store.saveConversation(id, { state: json, from, messages: rows, previous: Option.some(before.state!) }).pipe(
+          Effect.catchAll(() => whole)
+        )
+    )
+    yield* Ref.set(saved, { messages, state: json })
   }).pipe(
     Effect.catchAllCause((cause) =>
       Effect.logError(`effect-resolve: could not save session ${id}; a restart resumes from an earlier turn`, cause)

@@ -1,0 +1,429 @@
+/**
+ * The behaviour of the `Session` entity on a runner: the only place a session's agent loop runs. When the cluster
+ * gives this runner a session (its first message here, or its shard moved here from a runner that stopped or died),
+ * the entity opens the durable session of today, `ResolveRuntime.layerDurable({ session, kinds })` with
+ * `TurnDriver.layerWithoutDependencies(...)` on top, on the runner's `PendingStore` and the app's `SessionAgent`: pending actions come
+ * back (a dead owner's `resolving` ones are recovered by their kind), the conversation and forcing state continue
+ * from the last saved turn. The entity closes the session when it goes idle or its shard moves.
+ *
+ * - `Run`: one run at a time per session, in arrival order. The prompt carries the run's id in the conversation
+ *   itself (a provider option no provider reads), saved with each turn: a runner that receives the run again after
+ *   another died continues it without adding the prompt twice, and replies at once if it had already finished.
+ * - `Decide`: `resolve` by id, as a person; it runs alongside a run (the claim is exactly-once), and the model is
+ *   told with its next request.
+ * - `Steer`, `List`, `Get`: the steering bus and the pending set of the session.
+ *
+ * One owner at a time, even when the cluster errs: the session's runtime instance logs in the store when it opens
+ * and closes the session (`PendingStore.logSession`; with `logSaves`, every save too), and a runner opens a session
+ * only once its previous owner closed it or is provably gone (`previousOwnerDone`). The cluster moves a shard only
+ * after its runner stopped its entities, but a runner whose shard lock was lost (its lock connection dropped, a lock
+ * query timed out) or whose entity was still opening can be a moment late: the next owner waits for it.
+ *
+ * @example
+ * ```ts
+ * import { Layer } from "effect"
+ * import { SessionEntity } from "effect-resolve/cluster"
+ *
+ * // Registers the entity with the runner's Sharding; needs the SessionAgent and the PendingStore.
+ * const Behaviour: Layer.Layer<never, never, any> = SessionEntity.layer({ logSaves: true })
+ * ```
+ *
+ * @since 0.3.0
+ */
+import * as Prompt from "@effect/ai/Prompt"
+import * as Entity from "@effect/cluster/Entity"
+import type { Sharding } from "@effect/cluster/Sharding"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
+import * as ExecutionStrategy from "effect/ExecutionStrategy"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Scope from "effect/Scope"
+import { TurnDriver } from "../agent/TurnDriver.js"
+import type { PendingStoreError } from "../domain/Errors.js"
+import * as ToolResult from "../domain/ToolResult.js"
+import * as ResolveRuntime from "../layers/ResolveRuntime.js"
+import { localVerdict } from "../services/internal/runtimeInstance.js"
+import { type PendingActionInfo, PendingActions } from "../services/PendingActions.js"
+import { PendingStore } from "../services/PendingStore.js"
+import { SteeringBus } from "../services/SteeringBus.js"
+import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
+import { decodeResolveParams, resolve } from "../tools/Resolve.js"
+import { SessionAgent } from "./SessionAgent.js"
+import { type DecisionKind, type DecisionReply, Session, type SessionAction } from "./SessionProtocol.js"
+
+/**
+ * Options of the entity on a runner.
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface Options {
+  /**
+   * Log every save of a session's state too (one more insert per turn, never pruned), not only when a runner opens
+   * and closes it: with the journal's claims, the store then shows who ran each turn, when. Default `false`.
+   */
+  readonly logSaves?: boolean | undefined
+  /** Close a session that received no message for this long (default: `ShardingConfig.entityMaxIdleTime`). */
+  readonly maxIdleTime?: Duration.DurationInput | undefined
+  /** How often an opening session checks whether its previous owner is gone (default 100 milliseconds). */
+  readonly handoffPoll?: Duration.DurationInput | undefined
+}
+
+/**
+ * The provider-option key under which a `Run`'s prompt carries its run id (no provider reads it).
+ *
+ * @since 0.3.0
+ * @category constants
+ */
+export const runOptionKey = "effect-resolve"
+
+/**
+ * The `customType` of the steering message a `Steer` sends.
+ *
+ * @since 0.3.0
+ * @category constants
+ */
+export const steerType = "session-steer"
+
+/**
+ * The `customType` of the steering message that tells the model about a person's decision.
+ *
+ * @since 0.3.0
+ * @category constants
+ */
+export const decisionType = "resolve-decision"
+
+/**
+ * The text that tells the model a person decided one of its pending actions.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const decisionText = (
+  decision: { readonly by: string; readonly decision: DecisionKind; readonly reason: string },
+  action: { readonly id: string; readonly label: string }
+): string =>
+  "<system-reminder>\n" +
+  `${decision.by} ${
+    decision.decision === "discard"
+      ? "discarded"
+      : decision.decision === "amend"
+      ? "applied with an amendment"
+      : "applied"
+  } the pending action "${action.label}" (id ${action.id}): ${decision.reason}\n` +
+  "Do not resolve it again.\n" +
+  "</system-reminder>"
+
+/** The run id a message carries, if it is a `Run`'s prompt. */
+const runIdOf = (message: Prompt.Message): string | undefined => {
+  const options = message.options[runOptionKey]
+  const runId = options === undefined ? undefined : options.runId
+  return typeof runId === "string" ? runId : undefined
+}
+
+/** The prompt of a run: one user message carrying the run id. */
+const runPrompt = (runId: string, text: string): Prompt.Prompt =>
+  Prompt.fromMessages([
+    Prompt.makeMessage("user", {
+      content: [Prompt.makePart("text", { text })],
+      options: { [runOptionKey]: { runId } }
+    })
+  ])
+
+/** The text of the conversation's last message, when it is the model's answer with no tool call (a run's end). */
+const finalAnswer = (history: Prompt.Prompt): Option.Option<string> => {
+  const last = history.content[history.content.length - 1]
+  if (last === undefined || last.role !== "assistant") return Option.none()
+  if (last.content.some((part) => part.type === "tool-call")) return Option.none()
+  return Option.some(last.content.flatMap((part) => part.type === "text" ? [part.text] : []).join(""))
+}
+
+/**
+ * An action as the protocol sends it.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const toSessionAction = (info: PendingActionInfo): SessionAction => ({
+  id: info.id,
+  label: info.label,
+  sourceToolName: info.sourceToolName,
+  kind: info.kind,
+  preview: info.preview,
+  status: info.status,
+  attempts: info.attempts,
+  createdAt: info.createdAt,
+  expiresAt: info.expiresAt,
+  outcome: info.outcome,
+  runnable: info.runnable
+})
+
+/**
+ * The store a session's runtime uses, logging its owner: the session's runtime instance is learned from its first
+ * heartbeat (the first thing a durable session does when it opens); its open and close are logged, and with
+ * `saves`, each save of its state, each before it happens.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const withOwnerLog = (
+  store: PendingStore.Service,
+  session: string,
+  options: { readonly saves: boolean }
+): PendingStore.Service => {
+  let owner: string | undefined
+  const log = (instance: string, event: PendingStore.SessionLogEntry["event"]) =>
+    Effect.flatMap(Clock.currentTimeMillis, (at) => store.logSession({ session, owner: instance, event, at }))
+  return PendingStore.of({
+    ...store,
+    heartbeat: (input) => {
+      if (owner !== undefined) return store.heartbeat(input)
+      owner = input.instance
+      return Effect.zipRight(log(input.instance, "open"), store.heartbeat(input))
+    },
+    saveSession: (id, state) =>
+      !options.saves || owner === undefined || id !== session ?
+        store.saveSession(id, state) :
+        Effect.zipRight(log(owner, "save"), store.saveSession(id, state)),
+    saveConversation: (id, save) =>
+      !options.saves || owner === undefined || id !== session ?
+        store.saveConversation(id, save) :
+        Effect.zipRight(log(owner, "save"), store.saveConversation(id, save)),
+    release: (instance) =>
+      instance !== owner ? store.release(instance) : Effect.zipRight(log(instance, "close"), store.release(instance))
+  })
+}
+
+/**
+ * Whether the runtime instance that last opened `session` is done with it: the owner log's last entry is a close,
+ * or that instance is provably gone (its process died on this host, or its lease in the store lapsed or was
+ * released). The next owner waits for this before it opens the session, so two runners never run it at once, even
+ * when the cluster moved the session before the previous runner stopped it (its shard lock was lost, or the session
+ * was still opening there).
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const previousOwnerDone = (
+  store: PendingStore.Service,
+  session: string
+): Effect.Effect<Option.Option<string>, PendingStoreError> =>
+  Effect.gen(function*() {
+    const [last] = yield* store.sessionLog(session, { last: 1 })
+    if (last === undefined || last.event === "close") return Option.none()
+    const verdict = localVerdict(last.owner)
+    if (verdict === "gone") return Option.none()
+    if (verdict === "unknown") {
+      const until = (yield* store.leases([last.owner])).get(last.owner)
+      if (until === undefined || until <= (yield* Clock.currentTimeMillis)) return Option.none()
+    }
+    return Option.some(last.owner)
+  })
+
+const targetOf = (decision: DecisionKind) => decision === "discard" ? "discarded" : "applied"
+
+/** A session opened on this runner: its services, and what its handlers need. */
+interface Opened {
+  readonly context: Context.Context<never>
+  readonly driver: TurnDriver.Service
+  readonly pending: PendingActions.Service
+  readonly queue: ToolChoiceQueue.Service
+  readonly bus: SteeringBus.Service
+}
+
+/**
+ * Builds the handlers of one session on this runner. The durable session opens with the first message, inside its
+ * handler, not while the entity is built: the cluster stops a shard's entities (and waits for them) before it lets
+ * another runner take the shard, but an entity still being built is not among them yet, and opening a session can take
+ * a while (recovering what a dead runner left, waiting for its file locks). Opened by a message, it is always waited
+ * for.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const make = (options: Options = {}) =>
+  Effect.gen(function*() {
+    const address = yield* Entity.CurrentAddress
+    const session: string = address.entityId
+    const agent = yield* SessionAgent
+    const baseStore = yield* PendingStore
+    const scope = yield* Scope.Scope
+    const store = withOwnerLog(baseStore, session, { saves: options.logSaves === true })
+    const poll = options.handoffPoll ?? Duration.millis(100)
+    /** Waits until the previous owner is done with the session (see `previousOwnerDone`). */
+    const handoff = Effect.gen(function*() {
+      let since: number | undefined
+      for (;;) {
+        const previous = yield* previousOwnerDone(baseStore, session)
+        if (Option.isNone(previous)) {
+          if (since !== undefined) {
+            yield* Effect.logInfo(
+              `effect-resolve: session ${session} opens after waiting ${(yield* Clock.currentTimeMillis) - since} ms ` +
+                "for its previous owner"
+            )
+          }
+          return
+        }
+        if (since === undefined) {
+          since = yield* Clock.currentTimeMillis
+          yield* Effect.logInfo(
+            `effect-resolve: session ${session} waits for its previous owner ${previous.value} to close it`
+          )
+        }
+        yield* Effect.sleep(poll)
+      }
+    })
+    const system = agent.system(session)
+    const durable = ResolveRuntime.layerDurable({
+      session,
+      kinds: agent.kinds,
+      ...Option.match(agent.lease, { onNone: () => ({}), onSome: (lease) => ({ lease }) }),
+      ...Option.match(agent.retention, { onNone: () => ({}), onSome: (retention) => ({ retention }) })
+    }).pipe(Layer.provideMerge(Layer.succeed(PendingStore, store)))
+    const sessionLayer = Layer.provideMerge(
+      TurnDriver.layerWithoutDependencies(
+        Option.match(system, { onNone: () => ({}), onSome: (text) => ({ system: text }) })
+      ),
+      durable
+    ) as Layer.Layer<TurnDriver | ResolveRuntime.Services | PendingStore, PendingStoreError>
+    // Forked now, before the entity's RPC server exists: the entity's scope closes it after the server stopped the
+    // handlers (finalizers run in reverse order), so a session never closes under a run still ending its turn.
+    const sessions = yield* Scope.fork(scope, ExecutionStrategy.sequential)
+    const opening = yield* Effect.makeSemaphore(1)
+    let opened: Opened | undefined
+    /** Opens the session once, in the entity's scope; a failed open leaves nothing behind, the next message retries. */
+    const open: Effect.Effect<Opened, PendingStoreError> = opening.withPermits(1)(Effect.suspend(() => {
+      if (opened !== undefined) return Effect.succeed(opened)
+      return Effect.gen(function*() {
+        yield* handoff
+        const child = yield* Scope.fork(sessions, ExecutionStrategy.sequential)
+        const built = yield* Layer.buildWithScope(sessionLayer, child).pipe(
+          Effect.provide(agent.context),
+          Effect.onError((cause) => Scope.close(child, Exit.failCause(cause)))
+        )
+        opened = {
+          context: Context.merge(agent.context, built) as Context.Context<never>,
+          driver: Context.get(built, TurnDriver),
+          pending: Context.get(built, PendingActions),
+          queue: Context.get(built, ToolChoiceQueue),
+          bus: Context.get(built, SteeringBus)
+        }
+        return opened
+      })
+    }))
+    const runs = yield* Effect.makeSemaphore(1)
+    const runOptions = {
+      ...Option.match(agent.toolkit, { onNone: () => ({}), onSome: (toolkit) => ({ toolkit }) }),
+      ...Option.match(agent.maxTurns, { onNone: () => ({}), onSome: (maxTurns) => ({ maxTurns }) }),
+      ...Option.match(agent.retry, { onNone: () => ({}), onSome: (retry) => ({ retry }) })
+    }
+    const openActions = (s: Opened) => Effect.map(s.pending.listOpen, (infos) => infos.map(toSessionAction))
+
+    /** Whether nothing is left to do: no directive served or queued (a pending preview queues one). */
+    const idle = (s: Opened) =>
+      Effect.map(Effect.zip(s.queue.hasInFlight, s.queue.inspect), ([inFlight, queued]) =>
+        !inFlight && queued.length === 0)
+
+    const run = Effect.fn("SessionEntity.run")(function*(
+      s: Opened,
+      payload: { readonly runId: string; readonly prompt: string }
+    ) {
+      const history = yield* s.driver.history
+      const resumed = history.content.some((message) =>
+        runIdOf(message) === payload.runId
+      )
+      if (resumed) {
+        // The run started before (on a runner that died, or an earlier activation); a saved turn holds its prompt.
+        const answer = finalAnswer(history)
+        if (Option.isSome(answer) && (yield* idle(s))) {
+          return { text: answer.value, turns: 0, resumed, open: yield* openActions(s) }
+        }
+      }
+      const result = yield* s.driver.run(resumed ? Prompt.empty : runPrompt(payload.runId, payload.prompt), runOptions)
+      return { text: result.text, turns: result.turns.length, resumed, open: yield* openActions(s) }
+    })
+
+    const decide = Effect.fn("SessionEntity.decide")(function*(s: Opened, payload: {
+      readonly id: string
+      readonly decision: DecisionKind
+      readonly reason: string
+      readonly by: string
+      readonly amendment?: string | undefined
+    }) {
+      const params = yield* decodeResolveParams({
+        action: payload.decision === "discard" ? "discard" : "apply",
+        reason: payload.reason,
+        extra: payload.decision === "amend" ? { amendment: payload.amendment ?? "" } : null,
+        id: payload.id
+      })
+      const target = targetOf(payload.decision)
+      const result = yield* Effect.either(resolve(params))
+      if (Either.isLeft(result)) {
+        const error = result.left
+        // Already in the state this decision asks for: a redelivered decision, or the same one made first by the
+        // model or another person. Its recorded outcome is the answer.
+        if (error._tag === "PendingActionNotPending" && error.status === target) {
+          const info = yield* s.pending.get(payload.id)
+          return {
+            id: payload.id,
+            status: target,
+            text: Option.getOrElse(Option.flatMap(info, (i) => i.outcome), () => ""),
+            settledBefore: true
+          } satisfies DecisionReply
+        }
+        return yield* Effect.fail(error)
+      }
+      const details = result.right.details as { readonly label?: unknown } | undefined
+      const label = typeof details?.label === "string" ? details.label : payload.id
+      yield* s.bus.steer({
+        customType: decisionType,
+        content: decisionText(payload, { id: payload.id, label }),
+        details: { actionId: payload.id, by: payload.by, decision: payload.decision }
+      })
+      return {
+        id: payload.id,
+        status: target,
+        text: ToolResult.textOf(result.right),
+        settledBefore: false
+      } satisfies DecisionReply
+    })
+
+    return Session.of({
+      Run: ({ payload }) =>
+        Effect.flatMap(open, (s) => runs.withPermits(1)(run(s, payload)).pipe(Effect.provide(s.context))),
+      Steer: ({ payload }) =>
+        Effect.flatMap(open, (s) =>
+          s.bus.steer({ customType: steerType, content: payload.text, details: { steerId: payload.steerId } })).pipe(
+            Effect.asVoid,
+            Effect.orDie
+          ),
+      Decide: ({ payload }) =>
+        Effect.flatMap(open, (s) => decide(s, payload).pipe(Effect.provide(s.context))),
+      List: ({ payload }) =>
+        Effect.flatMap(open, (s) =>
+          s.pending.listPage({
+            limit: payload.limit ?? 100,
+            ...(payload.cursor === undefined ? {} : { cursor: payload.cursor })
+          })).pipe(Effect.map((page) => ({ items: page.items.map(toSessionAction), next: page.next }))),
+      Get: ({ payload }) =>
+        Effect.flatMap(open, (s) => s.pending.get(payload.id)).pipe(Effect.map(Option.map(toSessionAction)))
+    })
+  })
+
+/**
+ * Registers the `Session` entity with the runner's `Sharding`: this runner runs the sessions whose shards it holds.
+ * Messages of one session are handled concurrently (a `Decide` while a `Run` is in progress), runs one at a time.
+ *
+ * @since 0.3.0
+ * @category layers
+ */
+export const layer = (options: Options = {}): Layer.Layer<never, never, Sharding | SessionAgent | PendingStore> =>
+  Session.toLayer(make(options), {
+    concurrency: "unbounded",
+    ...(options.maxIdleTime === undefined ? {} : { maxIdleTime: options.maxIdleTime })
+  })

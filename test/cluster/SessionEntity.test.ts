@@ -1,0 +1,283 @@
+/**
+ * The `Session` entity in one process: its messages (run, steer, decide, list, get) on a durable session, and what it
+ * does when the cluster delivers a run again to a new activation (the runner that had it stopped or died): it
+ * continues the run without adding the prompt twice, sending exactly the request the first activation would have
+ * sent, and answers at once a run that had finished. `Entity.makeTestClient` activates the entity without a cluster
+ * (each client is a fresh "runner"; closing its scope stops the session there); the last test runs the whole stack
+ * on `SingleRunner` over a SQLite file.
+ */
+import { Prompt, Tool, Toolkit } from "@effect/ai"
+import { Entity, ShardingConfig } from "@effect/cluster"
+import { LibsqlClient } from "@effect/sql-libsql"
+import { assert, describe, it } from "@effect/vitest"
+import { Deferred, Effect, Exit, Fiber, Layer, Option, Schema, Scope } from "effect"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { ScriptedModel } from "../../src/ai.js"
+import { SessionAgent, SessionClient, SessionCluster, SessionEntity, SessionProtocol } from "../../src/cluster.js"
+import { ActionKind, PendingActions, PendingStore, PendingStoreError, stageKind, ToolResult } from "../../src/index.js"
+import { SqlPendingStore } from "../../src/sqlite.js"
+
+/** A durable kind whose apply records its line (applied exactly once: the list shows it once). */
+const makeNotes = () => {
+  const applied: Array<string> = []
+  const Note = ActionKind.make({
+    name: "note",
+    payload: Schema.Struct({ line: Schema.String }),
+    apply: ({ line }) => Effect.sync(() => (applied.push(line), ToolResult.text(`Noted ${line}.`)))
+  })
+  const NoteTool = Tool.make("note", {
+    description: "Stage a note; resolve applies it.",
+    parameters: { line: Schema.String },
+    success: Schema.String,
+    failure: PendingStoreError,
+    dependencies: [PendingActions]
+  })
+  const Tools = Toolkit.make(NoteTool)
+  const handlers = Tools.toLayer({
+    note: ({ line }) =>
+      Effect.map(
+        stageKind(Note, { line }, { label: `Note: ${line}`, sourceToolName: "note", preview: `+ ${line}` }),
+        (handle) => `Preview (id ${handle.id}): + ${line}`
+      )
+  })
+  return { applied, Note, Tools, handlers }
+}
+
+type Step = ScriptedModel.ScriptedStep
+
+/** The agent, the shared store and the model's recorder, for a scripted list of answers. */
+const setup = (steps: ReadonlyArray<Step>) => {
+  const notes = makeNotes()
+  const model = ScriptedModel.layer(steps)
+  const agent = SessionAgent.layer({ toolkit: notes.Tools, kinds: [notes.Note], system: "You take notes." }).pipe(
+    Layer.provide(notes.handlers),
+    Layer.provideMerge(model)
+  )
+  return { notes, layer: Layer.mergeAll(agent, PendingStore.layerMemory, ShardingConfig.layer()) }
+}
+
+/** A fresh activation of the entity (a "runner"): its client, and the scope that stops it. */
+const activate = Effect.gen(function*() {
+  const scope = yield* Scope.make()
+  const makeClient = yield* Entity.makeTestClient(SessionProtocol.Session, SessionEntity.layer({ logSaves: true }))
+    .pipe(
+      Scope.extend(scope)
+    )
+  return { client: (id: string) => makeClient(id).pipe(Scope.extend(scope)), stop: Scope.close(scope, Exit.void) }
+})
+
+const resolveCall = (action: "apply" | "discard") =>
+  ScriptedModel.toolCall("resolve", { action, reason: "As asked.", extra: null, id: null })
+
+const encode = Schema.encodeSync(Prompt.Prompt)
+
+/** Polls until the model has received `n` requests. */
+const requestsReach = (n: number) =>
+  Effect.gen(function*() {
+    for (;;) {
+      const requests = yield* ScriptedModel.requests
+      if (requests.length >= n) return requests
+      yield* Effect.sleep("10 millis")
+    }
+  }).pipe(
+    Effect.timeoutFail({ duration: "10 seconds", onTimeout: () => new Error(`the model never got ${n} requests`) })
+  )
+
+describe("Session entity", () => {
+  it.live("a run stopped mid-turn continues on the next activation: the same request, the prompt once", () => {
+    const { layer, notes } = setup([
+      ScriptedModel.toolCall("note", { line: "a" }),
+      ScriptedModel.hang, // the runner stops while the model is answering
+      resolveCall("apply"),
+      "Done."
+    ])
+    return Effect.gen(function*() {
+      const first = yield* activate
+      const session = yield* first.client("s1")
+      const running = yield* Effect.fork(session.Run({ runId: "run-1", prompt: "Note a." }))
+      const [, stopped] = yield* requestsReach(2)
+      yield* first.stop // the entity closes: the shard moved, or the runner stopped
+      assert.isTrue(Exit.isInterrupted(yield* Fiber.await(running)))
+
+      const second = yield* activate
+      const reply = yield* (yield* second.client("s1")).Run({ runId: "run-1", prompt: "Note a." })
+      assert.deepStrictEqual({ text: reply.text, resumed: reply.resumed, turns: reply.turns }, {
+        text: "Done.",
+        resumed: true,
+        turns: 2
+      })
+      const requests = yield* ScriptedModel.requests
+      const resent = requests[2]!
+      // Exactly the request the first activation was sending when it stopped.
+      assert.deepStrictEqual(encode(resent.prompt), encode(stopped!.prompt))
+      assert.deepStrictEqual(resent.toolChoice, stopped!.toolChoice)
+      assert.deepStrictEqual(resent.userTexts.filter((text) => text === "Note a."), ["Note a."])
+      assert.deepStrictEqual(notes.applied, ["a"])
+
+      // The owner log: two runtime instances, one after the other, the first closed before the second opened.
+      const log = yield* Effect.flatMap(PendingStore, (store) => store.sessionLog("s1"))
+      const owners = [...new Set(log.map((entry) => entry.owner))]
+      assert.lengthOf(owners, 2)
+      const firstEvents = log.filter((entry) => entry.owner === owners[0])
+      assert.strictEqual(firstEvents[0]!.event, "open")
+      assert.strictEqual(firstEvents.at(-1)!.event, "close")
+      assert.isTrue(log.findIndex((entry) => entry.owner === owners[1]) > log.indexOf(firstEvents.at(-1)!))
+      assert.isAbove(log.filter((entry) => entry.event === "save").length, 1)
+      yield* second.stop
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.live("a run that finished before its reply was sent is answered at once: no request to the model", () => {
+    const { layer, notes } = setup([
+      ScriptedModel.toolCall("note", { line: "b" }),
+      resolveCall("apply"),
+      "Noted b."
+    ])
+    return Effect.gen(function*() {
+      const first = yield* activate
+      const reply = yield* (yield* first.client("s2")).Run({ runId: "run-2", prompt: "Note b." })
+      assert.deepStrictEqual([reply.text, reply.turns, reply.resumed], ["Noted b.", 3, false])
+      yield* first.stop
+      const second = yield* activate
+      const again = yield* (yield* second.client("s2")).Run({ runId: "run-2", prompt: "Note b." })
+      assert.deepStrictEqual([again.text, again.turns, again.resumed], ["Noted b.", 0, true])
+      assert.lengthOf(yield* ScriptedModel.requests, 3)
+      // A new run id is a new run: the prompt is added, the model asked.
+      const third = yield* (yield* second.client("s2")).Run({ runId: "run-3", prompt: "Anything else?" }).pipe(
+        Effect.flip
+      )
+      assert.strictEqual(third._tag, "UnknownError") // the script has no 4th answer: the model was asked
+      assert.deepStrictEqual(notes.applied, ["b"])
+      yield* second.stop
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.live("a person decides an action while the run is in progress: applied once, the model told", () =>
+    Effect.gen(function*() {
+      const decided = yield* Deferred.make<void>()
+      const { layer, notes } = setup([
+        ScriptedModel.toolCall("note", { line: "c" }),
+        Effect.as(Deferred.await(decided), resolveCall("apply")), // the model resolves only after the person did
+        "Done."
+      ])
+      return yield* Effect.gen(function*() {
+        const runner = yield* activate
+        const session = yield* runner.client("s3")
+        const running = yield* Effect.fork(session.Run({ runId: "run-4", prompt: "Note c." }))
+        yield* requestsReach(2)
+        const page = yield* session.List({})
+        const [action] = page.items
+        assert.strictEqual(action?.status, "pending")
+        const reply = yield* session.Decide({
+          id: action!.id,
+          decision: "apply",
+          reason: "Reviewed.",
+          by: "alice"
+        })
+        assert.deepStrictEqual(reply, { id: action!.id, status: "applied", text: "Noted c.", settledBefore: false })
+        yield* Deferred.succeed(decided, void 0)
+        const done = yield* Fiber.join(running)
+        assert.strictEqual(done.text, "Done.")
+        assert.deepStrictEqual(notes.applied, ["c"])
+        const requests = yield* ScriptedModel.requests
+        assert.include(
+          requests[2]!.userTexts,
+          SessionEntity.decisionText({ by: "alice", decision: "apply", reason: "Reviewed." }, action!)
+        )
+        // The same decision again (a redelivery): already so. The opposite one: refused, typed.
+        const again = yield* session.Decide({
+          id: action!.id,
+          decision: "apply",
+          reason: "Reviewed.",
+          by: "alice"
+        })
+        assert.deepStrictEqual(again, { id: action!.id, status: "applied", text: "Noted c.", settledBefore: true })
+        const refused = yield* Effect.flip(
+          session.Decide({ id: action!.id, decision: "discard", reason: "No.", by: "bob" })
+        )
+        assert.strictEqual(refused._tag, "PendingActionNotPending")
+        const unknown = yield* Effect.flip(
+          session.Decide({ id: "pa_nope", decision: "apply", reason: "Yes.", by: "bob" })
+        )
+        assert.strictEqual(unknown._tag, "UnknownPendingAction")
+        const got = yield* session.Get({ id: action!.id })
+        assert.strictEqual(Option.map(got, (a) => a.status).pipe(Option.getOrNull), "applied")
+        assert.deepStrictEqual(notes.applied, ["c"])
+        yield* runner.stop
+      }).pipe(Effect.provide(layer))
+    }))
+
+  it.live("a second runner given the session while the first still runs it waits until the first closed it", () => {
+    const { layer } = setup([ScriptedModel.hang, "Done."])
+    return Effect.gen(function*() {
+      const first = yield* activate
+      const running = yield* Effect.fork((yield* first.client("s6")).Run({ runId: "run-7", prompt: "Wait." }))
+      yield* requestsReach(1)
+      // The cluster erred: another runner gets a message for the session while the first has not stopped it.
+      const second = yield* activate
+      const reading = yield* Effect.fork((yield* second.client("s6")).Get({ id: "pa_x" }))
+      yield* Effect.sleep("300 millis")
+      assert.isNull(reading.unsafePoll(), "the second runner opened the session while the first ran it")
+      yield* first.stop
+      assert.isTrue(Option.isNone(yield* Fiber.join(reading)))
+      assert.isTrue(Exit.isInterrupted(yield* Fiber.await(running)))
+      const log = yield* Effect.flatMap(PendingStore, (store) => store.sessionLog("s6"))
+      assert.deepStrictEqual(log.map((entry) => entry.event).filter((event) => event !== "save"), [
+        "open",
+        "close",
+        "open"
+      ])
+      yield* second.stop
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.live("a steered message goes with the next request", () => {
+    const { layer } = setup(["Will do."])
+    return Effect.gen(function*() {
+      const runner = yield* activate
+      const session = yield* runner.client("s4")
+      yield* session.Steer({ steerId: "st-1", text: "Use tabs, not spaces." })
+      yield* session.Run({ runId: "run-5", prompt: "Format the file." })
+      const [request] = yield* ScriptedModel.requests
+      assert.deepStrictEqual(request!.userTexts, ["Format the file.", "Use tabs, not spaces."])
+      yield* runner.stop
+    }).pipe(Effect.provide(layer))
+  })
+})
+
+describe("SessionCluster.layerSingle (one process, SQLite file)", () => {
+  it.live("runs a session through SessionClient; the same run id twice is one run", () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-resolve-single-"))
+    const notes = makeNotes()
+    const model = ScriptedModel.layer([ScriptedModel.toolCall("note", { line: "d" }), resolveCall("apply"), "Done."])
+    const agent = SessionAgent.layer({ toolkit: notes.Tools, kinds: [notes.Note] }).pipe(
+      Layer.provide(notes.handlers),
+      Layer.provideMerge(model)
+    )
+    // libsql must return integers as bigint (intMode "bigint"), as the cluster's message storage reads its 64-bit ids.
+    const store = SqlPendingStore.layer.pipe(
+      Layer.provideMerge(LibsqlClient.layer({ url: `file:${path.join(dir, "app.db")}`, intMode: "bigint" }))
+    )
+    const single = SessionCluster.layerSingle({ sharding: { entityMessagePollInterval: "200 millis" } }).pipe(
+      Layer.provideMerge(agent),
+      Layer.provideMerge(store)
+    )
+    return Effect.gen(function*() {
+      const sessions = yield* SessionClient
+      const reply = yield* sessions.run("s5", "Note d.", { runId: "run-6" })
+      assert.deepStrictEqual([reply.text, reply.turns, reply.open], ["Done.", 3, []])
+      const again = yield* sessions.run("s5", "Note d.", { runId: "run-6" })
+      assert.deepStrictEqual(again, reply)
+      assert.lengthOf(yield* ScriptedModel.requests, 3)
+      const page = yield* sessions.list("s5")
+      assert.deepStrictEqual(page.items.map((action) => [action.label, action.status]), [["Note: d", "applied"]])
+      assert.isTrue(Option.isNone(yield* sessions.get("s5", "pa_unknown")))
+      assert.deepStrictEqual(notes.applied, ["d"])
+    }).pipe(
+      Effect.provide(single),
+      Effect.ensuring(Effect.sync(() => fs.rmSync(dir, { recursive: true, force: true })))
+    )
+  }, 60_000)
+})
