@@ -33,7 +33,9 @@ const sharding = JSON.parse(shardingText) as Record<string, unknown>
 
 /** Edits per run. */
 export const EDITS = 3
-const decideDelayMs = 1_000
+// Every third resolve waits this long, so that the client on another node, sweeping all 50 sessions (slowly, on a
+// loaded machine), finds some actions still pending and decides them itself.
+const decideDelayMs = 3_000
 
 const say = (line: string) => writeSync(1, `${line}\n`)
 
