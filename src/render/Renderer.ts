@@ -274,3 +274,65 @@ export const intent = (call: ResolveCallLike, options: { readonly width?: number
   const text = reason === "" ? verb : `${verb}: ${reason}`
   return options.width === undefined ? text : truncate(text, options.width)
 }
+
+// -----------------------------------------------------------------------------------------------------------------
+// a turn
+// -----------------------------------------------------------------------------------------------------------------
+
+/**
+ * One tool call of a model turn, as the turn driver records it (the fields of `TurnDriver`'s `ToolCallRecord` read
+ * here; a record of `TurnRecord.toolCalls` is one).
+ *
+ * @since 0.3.0
+ * @category models
+ */
+export interface TurnCallLike {
+  readonly name: string
+  readonly params: unknown
+  readonly outcome: "executed" | "skipped" | "interrupted"
+  readonly isFailure: boolean
+  /** What the model read back: an encoded `ToolResult`, or a failure `{ error, message }`. */
+  readonly result: unknown
+}
+
+const isToolResult = (value: unknown): value is ToolResult =>
+  safely(() => {
+    const content = (value as { readonly content?: unknown } | null)?.content
+    return Array.isArray(content) &&
+      content.every((block) => typeof (block as { readonly text?: unknown } | null)?.text === "string")
+  }, false)
+
+const failureText = (call: TurnCallLike): string =>
+  stringProperty(call.result, "message") ??
+    (call.outcome === "skipped"
+      ? "Skipped."
+      : call.outcome === "interrupted"
+      ? "Interrupted before it ran."
+      : "Failed.")
+
+/**
+ * The blocks of every `resolve` call of one turn, in the order the model sent them: a response of a parallel batch
+ * resolves several previews at once, and each gets its `renderResolve` block, numbered `1/3`, `2/3`, ... when there
+ * are several. Other tools' calls are left out; a call that failed, or that the driver skipped or did not run,
+ * renders as `Failed` with what the model was told. No line exceeds `options.width` columns.
+ *
+ * @since 0.3.0
+ * @category render
+ */
+export const renderTurn = (calls: ReadonlyArray<TurnCallLike>, options: RenderOptions): ReadonlyArray<string> => {
+  const resolves = calls.filter((call) => call.name === "resolve")
+  const width = Math.max(1, Math.floor(options.width))
+  return resolves.flatMap((call, index) => {
+    const action = stringProperty(call.params, "action")
+    const reason = stringProperty(call.params, "reason")
+    const params: ResolveCallLike = {
+      ...(action === undefined ? {} : { action }),
+      ...(reason === undefined ? {} : { reason })
+    }
+    const outcome: ResolveOutcome = call.outcome === "executed" && !call.isFailure && isToolResult(call.result) ?
+      call.result :
+      Exit.fail(new Error(failureText(call)))
+    const [head = "", ...rest] = renderResolve(params, outcome, options)
+    return resolves.length < 2 ? [head, ...rest] : [truncate(`${index + 1}/${resolves.length} ${head}`, width), ...rest]
+  })
+}

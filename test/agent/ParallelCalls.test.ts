@@ -11,6 +11,7 @@ import { Effect, Ref } from "effect"
 import * as ScriptedModel from "../../src/agent/ScriptedModel.js"
 import { ResolveNotCalled, skippedResolveText, TurnDriver } from "../../src/agent/TurnDriver.js"
 import { SteeringMessage } from "../../src/index.js"
+import * as Renderer from "../../src/render/Renderer.js"
 import { AppTools, editCall, makeWorld, resolveCall, session, type World } from "../support/turnDriver.js"
 
 const threeEdits = ScriptedModel.respond(
@@ -62,6 +63,35 @@ describe("TurnDriver: parallel tool calls", () => {
         deepStrictEqual(metrics.previews, { staged: 3, applied: 3, discarded: 0, failed: 0 })
         assert.strictEqual(metrics.forcedTurns, 1)
       }).pipe(Effect.provide(session([threeEdits, resolveAllById(world), ScriptedModel.text("Done.")], world)))
+    }))
+
+  it.effect("the renderer shows each resolve of a turn, numbered, in the order sent; a repeated id as Failed", () =>
+    Effect.gen(function*() {
+      const world = yield* makeWorld
+      const resolvesWithRepeat = Effect.map(Ref.get(world.handles), (handles) =>
+        ScriptedModel.respond(
+          ScriptedModel.toolCallPart("resolve", { action: "apply", reason: "a first.", id: handles[0]!.id }),
+          ScriptedModel.toolCallPart("resolve", { action: "discard", reason: "Not b.", id: handles[1]!.id }),
+          ScriptedModel.toolCallPart("resolve", { action: "apply", reason: "c too.", id: handles[2]!.id }),
+          ScriptedModel.toolCallPart("resolve", { action: "apply", reason: "a again.", id: handles[0]!.id })
+        ))
+      yield* Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        const result = yield* driver.run("Edit three files", { toolkit: AppTools })
+        const calls: ReadonlyArray<Renderer.TurnCallLike> = result.turns[1]!.toolCalls
+        const lines = Renderer.renderTurn(calls, { width: 80, color: false })
+        const heads = lines.filter((line) => !line.startsWith("  "))
+        deepStrictEqual(heads.map((line) => line.split(" ").slice(0, 2).join(" ")), [
+          "1/4 Accept",
+          "2/4 Discard",
+          "3/4 Accept",
+          "4/4 Failed"
+        ])
+        assert.include(lines.join("\n"), "a again.")
+        for (const line of lines) assert.isAtMost(line.length, 80)
+        // The edit calls of the first turn are not resolve calls: nothing to show.
+        deepStrictEqual(Renderer.renderTurn(result.turns[0]!.toolCalls, { width: 80, color: false }), [])
+      }).pipe(Effect.provide(session([threeEdits, resolvesWithRepeat, ScriptedModel.text("Done.")], world)))
     }))
 
   it.effect("one resolve without id per response: most recent first, a forced turn for each that is left", () =>
