@@ -19,6 +19,7 @@ import {
   checkIds,
   checkRequested,
   checkSnooze,
+  type InboxMethods,
   maxNotesPrune,
   recordCursor
 } from "./pendingStore.js"
@@ -99,22 +100,6 @@ export const makeMemoryInboxState = (): MemoryInboxState => {
   }
   return state
 }
-
-export type InboxMethods = Pick<
-  PendingStore.Service,
-  | "listActions"
-  | "getActions"
-  | "countActions"
-  | "snooze"
-  | "recordDecision"
-  | "getDecision"
-  | "decisions"
-  | "requestedDecisions"
-  | "completeDecision"
-  | "feedHead"
-  | "feed"
-  | "pruneNotes"
->
 
 export const memoryInbox = (
   state: MemoryInboxState,

@@ -11,7 +11,7 @@ import * as Option from "effect/Option"
 import type { Decision } from "../../domain/Decision.js"
 import type { PendingStatus } from "../../domain/PendingRecord.js"
 import { openStatuses } from "../../domain/PendingRecord.js"
-import { badCursor, recordCursor } from "../../services/internal/pendingStore.js"
+import { badCursor, type InboxMethods, recordCursor } from "../../services/internal/pendingStore.js"
 import {
   amendmentJson,
   checkActionQuery,
@@ -150,21 +150,7 @@ export const openSet: ReadonlySet<PendingStatus> = new Set(openStatuses)
  * open index when only open statuses are asked for), else one per status asked for, else the open records of every
  * session; so its cost follows the page, not the table.
  */
-export const makeInbox = (sql: SqlClient.SqlClient, { read, run, write }: Helpers): Pick<
-  PendingStore.Service,
-  | "listActions"
-  | "getActions"
-  | "countActions"
-  | "snooze"
-  | "recordDecision"
-  | "getDecision"
-  | "decisions"
-  | "requestedDecisions"
-  | "completeDecision"
-  | "feedHead"
-  | "feed"
-  | "pruneNotes"
-> => {
+export const makeInbox = (sql: SqlClient.SqlClient, { read, run, write }: Helpers): InboxMethods => {
   const recordCols = sql.literal(recordColumns)
   const joinedCols = sql.literal(`p.seq, ${joinedRecordColumns}, p.snoozed_until, ${joinedDecisionColumns}`)
   const open = sql.literal(openCondition)
