@@ -220,7 +220,10 @@ describe.skipIf(pg._tag !== "Available")(postgresSuiteName("sessions on a cluste
           const store = Context.get(context, PendingStore)
 
           let kills = 0
-          const probes: Array<{ readonly session: string; readonly ms: number; readonly tag: string }> = []
+          const probes: Array<
+            { readonly session: string; readonly ms: number; readonly tag: string; readonly mid: boolean }
+          > = []
+          const probeFibers: Array<Fiber.RuntimeFiber<void, unknown>> = []
           const decisions: Array<{ readonly id: string; readonly status: string }> = []
           const refusals = new Map<string, number>()
           for (let round = 1; round <= maxRounds && (round === 1 || kills < killsWanted); round++) {
@@ -269,24 +272,30 @@ describe.skipIf(pg._tag !== "Available")(postgresSuiteName("sessions on a cluste
                 kills++
                 k++
                 say(`round ${round}: killed runner ${index} (pid ${pid}) at ${Date.now() - started} ms`)
-                // A message to a session the dead runner ran: delivered once the session runs elsewhere.
-                const owned = yield* Effect.forEach(sessionIds, (session) =>
-                  Effect.map(store.sessionLog(session), (log) => {
-                    const last = log.at(-1)
-                    return last !== undefined && last.event !== "close" && pidOf(last.owner) === pid ? [session] : []
-                  })).pipe(Effect.map((all) =>
-                    all.flat()
-                  ))
-                if (owned.length > 0) {
-                  const session = owned[random(0, owned.length)]!
-                  const sent = Date.now()
-                  yield* Effect.fork(
+                // A message to a session the dead runner ran (mid-run if any, else the last it ran, else any):
+                // delivered once the session runs elsewhere. Forked into the test's scope, not the supervisor's, so
+                // that it outlives the supervisor; the round waits for it below.
+                const lastOwners = yield* Effect.forEach(sessionIds, (session) =>
+                  Effect.map(store.sessionLog(session), (log) => ({ session, last: log.at(-1) })))
+                const byVictim = lastOwners.filter(({ last }) =>
+                  last !== undefined && pidOf(last.owner) === pid
+                )
+                const open = byVictim.filter(({ last }) => last!.event !== "close")
+                const candidates = open.length > 0 ? open : byVictim.length > 0 ? byVictim : lastOwners
+                const { session } = candidates[random(0, candidates.length)]!
+                const mid = open.length > 0
+                const sent = Date.now()
+                probeFibers.push(
+                  yield* Effect.forkIn(
                     client.decide(session, { id: "pa_probe", decision: "apply", reason: "Probe.", by: "probe" }).pipe(
                       Effect.flip,
-                      Effect.map((error) => probes.push({ session, ms: Date.now() - sent, tag: error._tag }))
-                    )
+                      Effect.map((error) => {
+                        probes.push({ session, ms: Date.now() - sent, tag: error._tag, mid })
+                      })
+                    ),
+                    scope
                   )
-                }
+                )
                 restarts.push(
                   yield* Effect.fork(Effect.gen(function*() {
                     yield* Effect.sleep(random(0, 1_500))
@@ -316,7 +325,9 @@ describe.skipIf(pg._tag !== "Available")(postgresSuiteName("sessions on a cluste
             // Every session finished its run.
             for (const reply of replies) assert.strictEqual(reply.text, "Done.")
             // The probes sent after each kill were all delivered (their action is unknown: a typed refusal).
-            yield* Effect.sleep("100 millis")
+            yield* Fiber.joinAll(probeFibers.splice(0)).pipe(
+              Effect.timeoutFail({ duration: "1 minute", onTimeout: () => new Error("a probe was never delivered") })
+            )
             for (const probe of probes) assert.strictEqual(probe.tag, "UnknownPendingAction", probe.session)
 
             // Nothing lost, nothing applied twice, files whole.
@@ -385,7 +396,9 @@ describe.skipIf(pg._tag !== "Available")(postgresSuiteName("sessions on a cluste
             }
             say(
               `round ${round}: ${statuses.size} actions, ${decisions.length} decided by the client, ${moved} sessions ` +
-                `ran on more than one runner process; probes ${probes.map((p) => `${p.ms} ms`).join(", ")}; ` +
+                `ran on more than one runner process; probes ${
+                  probes.map((p) => `${p.ms} ms${p.mid ? " (mid-run)" : ""}`).join(", ")
+                }; ` +
                 `refusals ${JSON.stringify([...refusals])}`
             )
           }
