@@ -47,8 +47,10 @@ import * as HttpServerRequest from "@effect/platform/HttpServerRequest"
 import * as HttpServerResponse from "@effect/platform/HttpServerResponse"
 import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
+import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import * as FiberHandle from "effect/FiberHandle"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Redacted from "effect/Redacted"
@@ -56,7 +58,7 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import { createServer } from "node:http"
+import { createServer, type Server as NodeServer } from "node:http"
 import { Inbox } from "./Inbox.js"
 import {
   Authentication,
@@ -99,6 +101,11 @@ export interface Options {
   readonly auth?: AuthOptions | undefined
   /** How often the event stream sends a keep-alive comment (default 15 seconds). */
   readonly heartbeat?: Duration.DurationInput | undefined
+  /**
+   * When the server's scope closes, how long a request still in flight may take to finish before its connection is
+   * cut (default 2 seconds). Event streams end at once.
+   */
+  readonly shutdownTimeout?: Duration.DurationInput | undefined
 }
 
 /**
@@ -224,9 +231,17 @@ const guard = (
       `[::1]:${port}`,
       ...options.allowedHosts.map((host) => host.toLowerCase())
     ])
+    // A refusal before the body is read closes the connection after it: the unread body is never drained, and the
+    // socket does not stay busy (a closing server would wait for it).
+    const hasBody = request.headers["content-length"] !== undefined ||
+      request.headers["transfer-encoding"] !== undefined
+    const refuseUnread = (error: TransportError) => {
+      const response = errorResponse(error)
+      return hasBody ? HttpServerResponse.setHeader(response, "connection", "close") : response
+    }
     const host = (request.headers.host ?? "").toLowerCase()
     if (!hosts.has(host)) {
-      return errorResponse(
+      return refuseUnread(
         new HostNotAllowed({
           message: `This inbox does not answer to the host ${JSON.stringify(host.slice(0, 200))}. Use the address it ` +
             "printed, or add the host to allowedHosts."
@@ -241,14 +256,13 @@ const guard = (
         bearer === undefined ? Effect.fail(undefined) : auth.bearer(Redacted.make(bearer)),
         () => cookie === undefined ? Effect.fail(undefined) : auth.cookie(Redacted.make(cookie))
       ).pipe(Effect.option)
-      if (Option.isNone(known)) return errorResponse(unauthorized())
+      if (Option.isNone(known)) return refuseUnread(unauthorized())
     }
     if (!safeMethods.has(request.method)) {
       const origin = request.headers.origin
       const site = request.headers["sec-fetch-site"]
       const origins = new Set([...hosts].map((h) => `http://${h}`).concat([...hosts].map((h) => `https://${h}`)))
-      const refused = (why: string) =>
-        errorResponse(new CrossOriginRefused({ message: `${why}; nothing was changed.` }))
+      const refused = (why: string) => refuseUnread(new CrossOriginRefused({ message: `${why}; nothing was changed.` }))
       if (origin !== undefined && !origins.has(origin.toLowerCase())) {
         return refused(`A request from the origin ${JSON.stringify(origin.slice(0, 200))} may not change anything here`)
       }
@@ -260,23 +274,23 @@ const guard = (
       }
       const length = Number(request.headers["content-length"] ?? Number.NaN)
       const tooLarge = () =>
-        errorResponse(
+        refuseUnread(
           new PayloadTooLarge({
             limit: options.maxBodyBytes,
             message: `The request body is larger than ${options.maxBodyBytes} bytes; nothing was changed.`
           })
         )
-      // Refused before a byte of the body is read (Node then drains it, so the client reads the answer). A body
+      // Refused before a byte of the body is read (the connection closes after the answer). A body
       // without a length (chunked) is refused too: its size is only known once read.
       if (length > options.maxBodyBytes) return tooLarge()
       if (request.headers["transfer-encoding"] !== undefined) {
-        return errorResponse(
+        return refuseUnread(
           new MalformedRequest({ message: "Send the request body with a Content-Length header (not chunked)." })
         )
       }
       const type = request.headers["content-type"] ?? ""
       if (length > 0 && !type.includes("application/json")) {
-        return errorResponse(
+        return refuseUnread(
           new MalformedRequest({ message: "Send the request body as JSON (Content-Type: application/json)." })
         )
       }
@@ -328,7 +342,12 @@ const encodeCounts = Schema.encodeSync(Counts)
 /** One server-sent event (the data is JSON: it never holds a line break). */
 const sse = (event: string, data: unknown) => `event: ${event}\ndata: ${JSON.stringify(data)}\n\n`
 
-const handlers = (inbox: Inbox.Service, auth: InboxAuth.Service, options: Options) => {
+const handlers = (
+  inbox: Inbox.Service,
+  auth: InboxAuth.Service,
+  options: Options,
+  closing: Deferred.Deferred<void>
+) => {
   const withReviewer = <A, E, R>(f: (reviewer: ReviewerInfo) => Effect.Effect<A, E, R>) => Effect.flatMap(Reviewer, f)
   const heartbeat = options.heartbeat ?? Duration.seconds(15)
 
@@ -360,11 +379,15 @@ const handlers = (inbox: Inbox.Service, auth: InboxAuth.Service, options: Option
             )
           })).pipe(
             Stream.catchAll((error) => Stream.make(sse("error", { _tag: error._tag, message: error.message }))),
+            // A live stream never ends on its own: it ends when the server closes, or the close would wait for it.
+            Stream.interruptWhen(Deferred.await(closing)),
             Stream.encodeText
           )
           return Effect.succeed(HttpServerResponse.stream(body, {
             contentType: "text/event-stream",
-            headers: { "cache-control": "no-store", "x-accel-buffering": "no" }
+            // `connection: close`: once the stream ends its socket closes too, rather than idling in keep-alive
+            // (a closing server would wait for it).
+            headers: { "cache-control": "no-store", "x-accel-buffering": "no", connection: "close" }
           }))
         }))
   )
@@ -454,7 +477,8 @@ export const make = (
     const assets = yield* Page.load
     const host = options.host ?? "127.0.0.1"
     const maxBodyBytes = options.maxBodyBytes ?? 4 * 1024 * 1024
-    const api = HttpApiBuilder.api(InboxApi).pipe(Layer.provide(handlers(inbox, auth, options)))
+    const closing = yield* Deferred.make<void>()
+    const api = HttpApiBuilder.api(InboxApi).pipe(Layer.provide(handlers(inbox, auth, options, closing)))
     // `HttpApiBuilder.serve`, with the checks around the app itself (a serve middleware runs after the response is
     // sent, too late to refuse a request or to add headers to every response).
     const check = guard(auth, { allowedHosts: options.allowedHosts ?? [], maxBodyBytes })
@@ -463,9 +487,25 @@ export const make = (
       Layer.provide(pageRoutes(assets)),
       Layer.provide(HttpApiBuilder.middlewareOpenApi({ path: "/openapi.json" })),
       Layer.provide(api),
-      Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port ?? 0, host }))
+      Layer.provideMerge(NodeHttpServer.layer(() => (node = createServer()), { port: options.port ?? 0, host }))
     )
+    let node: NodeServer | undefined
+    // Made before the server: its finalizer runs after the server's close, and stops the cut-off timer.
+    const cutOff = yield* FiberHandle.make<void>()
     const context = yield* Layer.build(served)
+    // Runs before the server's own finalizer (added with it): the event streams end, so the close does not wait on an
+    // open page, and a connection still busy after the grace period is cut (a client that never finishes a request
+    // cannot hold the close).
+    yield* Effect.addFinalizer(() =>
+      Deferred.succeed(closing, undefined).pipe(
+        Effect.zipRight(FiberHandle.run(
+          cutOff,
+          Effect.sleep(options.shutdownTimeout ?? Duration.seconds(2)).pipe(
+            Effect.zipRight(Effect.sync(() => node?.closeAllConnections()))
+          )
+        ))
+      )
+    )
     const address = Context.get(context, HttpServer.HttpServer).address
     const port = address._tag === "TcpAddress" ? address.port : 0
     const shown = host.includes(":") ? `[${host}]` : host === "0.0.0.0" ? "127.0.0.1" : host

@@ -8,6 +8,8 @@ import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { afterEach, assert, beforeEach, describe, it } from "@effect/vitest"
 import { type Context, Effect, Exit, Layer, Option, Scope, Stream } from "effect"
 import * as fs from "node:fs"
+import * as http from "node:http"
+import * as net from "node:net"
 import * as os from "node:os"
 import * as path from "node:path"
 import * as InboxClient from "../../src/inbox/InboxClient.js"
@@ -813,6 +815,40 @@ describe("the event stream", () => {
     const events = await stream
     const ids = events.filter(([e]) => e === "changed").flatMap(([, d]) => d.actions.map((a: any) => a.id))
     assert.deepStrictEqual(ids, [mine])
+  })
+
+  it("closing the inbox ends every open event stream and cuts a stalled request: an open page or a slow client never holds it", async () => {
+    const ended = new Promise<string>((resolve, reject) => {
+      const req = http.request({
+        host: "127.0.0.1",
+        port: running.port,
+        path: "/api/events",
+        headers: { host: running.host, ...bearer(tokens.owner) }
+      }, (res) => {
+        let body = ""
+        res.on("data", (chunk) => (body += String(chunk)))
+        res.on("end", () => resolve(body))
+        res.on("error", reject)
+      })
+      req.on("error", reject)
+      req.end()
+    })
+    // Give the stream time to open (its ready event is checked below, once it has ended).
+    await new Promise((r) => setTimeout(r, 300))
+    // And a request whose body never finishes (it says 100 bytes and sends 10): cut after the grace period.
+    const stalled = net.connect(running.port, "127.0.0.1")
+    stalled.on("error", () => {})
+    const cut = new Promise<void>((resolve) => stalled.once("close", () => resolve()))
+    stalled.write(
+      `POST /api/decisions HTTP/1.1\r\nHost: ${running.host}\r\nAuthorization: Bearer ${tokens.owner}\r\n` +
+        "Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{\"decisio"
+    )
+    await new Promise((r) => setTimeout(r, 300))
+    const closed = running.close().then(() => "closed" as const)
+    const late = new Promise<"still open">((r) => setTimeout(() => r("still open"), 10_000).unref())
+    assert.strictEqual(await Promise.race([closed, late]), "closed")
+    assert.include(await ended, "event: ready")
+    await cut
   })
 })
 
