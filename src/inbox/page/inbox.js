@@ -20,6 +20,7 @@ const state = {
   filter: "waiting",
   items: [],
   next: null,
+  wanted: 50,
   selected: null,
   detail: null,
   editing: false,
@@ -106,8 +107,22 @@ const renderList = () => {
   $("more").hidden = state.next === null
 }
 
+// A page is 50 actions. A refresh (any change, anywhere) reloads as many as the reviewer has asked to see, up to the
+// API's 200, so paging down is not undone by the next change. Loads overlap (a click on More while a change
+// arrives): each takes a ticket and only the latest one's answer is shown.
+const pageSize = 50
+const maxPage = 200
+let ticket = 0
+
+const withFilter = (params) => {
+  const query = filters[state.filter]
+  return `/api/actions${query === "" ? "?" : `${query}&`}${params}`
+}
+
 const loadList = async () => {
-  const page = await api(`/api/actions${filters[state.filter]}`)
+  const mine = ++ticket
+  const page = await api(withFilter(`limit=${Math.min(maxPage, Math.max(pageSize, state.wanted))}`))
+  if (mine !== ticket) return
   state.items = page.items
   state.next = page.next
   renderCounts(page.counts)
@@ -116,8 +131,10 @@ const loadList = async () => {
 
 const loadMore = async () => {
   if (state.next === null) return
-  const query = filters[state.filter]
-  const page = await api(`/api/actions${query === "" ? "?" : `${query}&`}cursor=${encodeURIComponent(state.next)}`)
+  const mine = ++ticket
+  state.wanted = state.items.length + pageSize
+  const page = await api(withFilter(`limit=${pageSize}&cursor=${encodeURIComponent(state.next)}`))
+  if (mine !== ticket) return
   state.items = state.items.concat(page.items)
   state.next = page.next
   renderCounts(page.counts)
@@ -394,6 +411,7 @@ const start = async () => {
   $("help-close").addEventListener("click", () => ($("help").hidden = true))
   $("filter").addEventListener("change", () => {
     state.filter = $("filter").value
+    state.wanted = pageSize
     loadList()
   })
   $("logout").addEventListener("click", async () => {
