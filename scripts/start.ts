@@ -2,17 +2,23 @@
  * `npm start`: the approval inbox on its embedded default, with a demo agent session. No keys, no network.
  *
  * - a SQLite file and a workspace in a fresh temp directory (or the directory given as the first argument);
- * - an agent session (the scripted model, through the turn driver) that previews two edits of the workspace;
+ * - an agent session through the turn driver that edits the workspace: the scripted model (previews two edits), or
+ *   a real provider when `OPENAI_API_KEY` (OpenAI, `OPENAI_MODEL`, default gpt-4.1) or `ANTHROPIC_API_KEY`
+ *   (Anthropic, `ANTHROPIC_MODEL`, default claude-sonnet-4-5) is set; `OPENAI_API_URL` / `ANTHROPIC_API_URL` point
+ *   the client elsewhere (a gateway);
  * - the inbox on 127.0.0.1 (port 4411, or `PORT`) over the same SQLite file, registering the edit kind; it prints a
  *   one-time login link. Open it, apply or discard, and watch the terminal: the session's next turn tells its model
  *   what the reviewer decided ("A reviewer (owner) applied pa_…: reason").
  *
  * Stop it with Ctrl-C.
  */
-import { Tool, Toolkit } from "@effect/ai"
+import { LanguageModel, Tool, Toolkit } from "@effect/ai"
+import { AnthropicClient, AnthropicLanguageModel } from "@effect/ai-anthropic"
+import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
+import { FetchHttpClient } from "@effect/platform"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Console, Duration, Effect, Layer, Schedule, Schema } from "effect"
+import { Config, Console, Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -79,9 +85,55 @@ const script: ScriptedModel.Script = (request) => {
   return told.startsWith("A reviewer") ? `Understood: ${told}` : "Both previews wait for a reviewer."
 }
 
+/** `NAME` from the environment, when set and not empty. */
+const env = (name: string) => Option.filter(Option.fromNullable(process.env[name]), (value) => value !== "")
+const apiUrl = (name: string) =>
+  Config.option(Config.string(name)).pipe(Config.map((url) => Option.getOrUndefined(url)))
+
+// The model: a real provider when its key is set, else the scripted one (no keys, no network).
+const model: { readonly name: string; readonly layer: Layer.Layer<LanguageModel.LanguageModel> } = Option.isSome(
+    env("OPENAI_API_KEY")
+  ) ?
+  {
+    name: `OpenAI ${Option.getOrElse(env("OPENAI_MODEL"), () => "gpt-4.1")}`,
+    layer: OpenAiLanguageModel.layer({ model: Option.getOrElse(env("OPENAI_MODEL"), () => "gpt-4.1") }).pipe(
+      Layer.provide(OpenAiClient.layerConfig({
+        apiKey: Config.redacted("OPENAI_API_KEY"),
+        apiUrl: apiUrl("OPENAI_API_URL")
+      })),
+      Layer.provide(FetchHttpClient.layer),
+      Layer.orDie
+    )
+  } :
+  Option.isSome(env("ANTHROPIC_API_KEY")) ?
+  {
+    name: `Anthropic ${Option.getOrElse(env("ANTHROPIC_MODEL"), () => "claude-sonnet-4-5")}`,
+    layer: AnthropicLanguageModel.layer({
+      model: Option.getOrElse(env("ANTHROPIC_MODEL"), () => "claude-sonnet-4-5"),
+      config: { max_tokens: 4096 }
+    }).pipe(
+      Layer.provide(AnthropicClient.layerConfig({
+        apiKey: Config.redacted("ANTHROPIC_API_KEY"),
+        apiUrl: apiUrl("ANTHROPIC_API_URL")
+      })),
+      Layer.provide(FetchHttpClient.layer),
+      Layer.orDie
+    )
+  } :
+  {
+    name: "the scripted model (set OPENAI_API_KEY or ANTHROPIC_API_KEY for a real one)",
+    layer: ScriptedModel.layer(script)
+  }
+
 const store = SqliteStore.layer({ filename: database })
-const session = Layer.mergeAll(TurnDriver.layerWithoutDependencies({ system: "You edit files." }), handlers).pipe(
-  Layer.provideMerge(ScriptedModel.layer(script)),
+const session = Layer.mergeAll(
+  TurnDriver.layerWithoutDependencies({
+    system: "You edit files in the workspace with the edit tool. A person reviews every preview in an approval " +
+      "inbox: leave the previews pending for them unless you are told to resolve them."
+  }),
+  handlers
+).pipe(
+  Layer.provideMerge(model.layer),
   Layer.provideMerge(ResolveRuntime.layerDurable({ session: "demo", kinds: [FileEditPreview.kind] })),
   Layer.provideMerge(editing),
   Layer.provideMerge(ResolveConfig.layer({ enforcement: "soft" }))
@@ -98,6 +150,7 @@ const program = Effect.gen(function*() {
     Effect.asVoid(
       Effect.catchTag(driver.run(prompt, { toolkit: Tools, maxTurns }), "MaxTurnsExceeded", () => Effect.void)
     )
+  yield* Console.log(`The agent's model: ${model.name}`)
   if ((yield* pending.listOpen).length === 0) {
     yield* turn("Greet the world in greeting.ts, and tighten README.md.", 3)
   }
@@ -114,7 +167,14 @@ const program = Effect.gen(function*() {
       if (now === open) return
       open = now
       yield* turn("Anything new from the reviewers?", 1)
-      const last = (yield* ScriptedModel.requests).at(-1)
+      // What the model's last request told it (the scripted model records its requests; a real one does not).
+      const requests = yield* Effect.serviceOption(ScriptedModel.ScriptedModel).pipe(
+        Effect.flatMap(Option.match({
+          onNone: () => Effect.succeed<ReadonlyArray<ScriptedModel.ScriptedRequest>>([]),
+          onSome: (scripted) => scripted.requests
+        }))
+      )
+      const last = requests.at(-1)
       for (const text of last?.userTexts ?? []) {
         if (text.startsWith("A reviewer") && !printed.has(text)) {
           printed.add(text)

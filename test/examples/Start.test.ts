@@ -3,55 +3,94 @@
  * with a demo agent session, prints a one-time login link that works, and lists the demo session's previews.
  */
 import { assert, describe, it } from "@effect/vitest"
+import { Effect, Exit, Scope } from "effect"
 import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { root } from "../../scripts/readme-examples.js"
+import * as ProviderServer from "../support/ProviderServer.js"
+
+/** Runs scripts/start.ts until the inbox lists a preview; returns what it printed and the previews' labels. */
+const startAndList = async (env: Record<string, string>) => {
+  const dir = mkdtempSync(join(tmpdir(), "effect-resolve-start-"))
+  const child = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts", dir], {
+    cwd: root,
+    env: { ...process.env, OPENAI_API_KEY: "", ANTHROPIC_API_KEY: "", ...env, PORT: "0", NO_COLOR: "1" },
+    stdio: ["ignore", "pipe", "pipe"]
+  })
+  let out = ""
+  try {
+    child.stdout.on("data", (chunk) => (out += String(chunk)))
+    child.stderr.on("data", (chunk) => (out += String(chunk)))
+    const link = await new Promise<string>((resolve, reject) => {
+      const timer = setInterval(() => {
+        const match = /(http:\/\/127\.0\.0\.1:\d+\/\S+)/.exec(out)
+        if (match !== null) {
+          clearInterval(timer)
+          resolve(match[1]!)
+        }
+        if (child.exitCode !== null) {
+          clearInterval(timer)
+          reject(new Error(`npm start exited with ${child.exitCode}:\n${out}`))
+        }
+      }, 100)
+    })
+    const login = await fetch(link, { redirect: "manual" })
+    assert.strictEqual(login.status, 303, out)
+    const cookie = login.headers.get("set-cookie") ?? ""
+    assert.match(cookie, /HttpOnly/i)
+    const origin = new URL(link).origin
+    // The demo session stages its previews on its first turn: wait until the inbox lists them.
+    let listed: ReadonlyArray<{ readonly label: string }> = []
+    for (let i = 0; i < 100 && listed.length === 0; i++) {
+      const response = await fetch(`${origin}/api/actions`, { headers: { cookie: cookie.split(";")[0]! } })
+      assert.strictEqual(response.status, 200)
+      const body = await response.json() as { readonly items?: ReadonlyArray<{ readonly label: string }> }
+      listed = body.items ?? []
+      if (listed.length === 0) await new Promise((resolve) => setTimeout(resolve, 200))
+    }
+    return { out, labels: listed.map((item) => item.label) }
+  } finally {
+    child.kill("SIGTERM")
+    rmSync(dir, { recursive: true, force: true })
+  }
+}
 
 describe("npm start", () => {
   it("prints a login link that logs in, and the inbox lists the demo session's previews", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "effect-resolve-start-"))
-    const child = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts", dir], {
-      cwd: root,
-      env: { ...process.env, PORT: "0", NO_COLOR: "1" },
-      stdio: ["ignore", "pipe", "pipe"]
-    })
+    const { labels, out } = await startAndList({})
+    assert.include(out, "The agent's model: the scripted model")
+    assert.isAtLeast(labels.length, 1, out)
+  }, 120_000)
+
+  it("with OPENAI_API_KEY, the session's model is the OpenAI client: its edit is listed in the inbox", async () => {
+    const scope = Effect.runSync(Scope.make())
     try {
-      let out = ""
-      child.stdout.on("data", (chunk) => (out += String(chunk)))
-      child.stderr.on("data", (chunk) => (out += String(chunk)))
-      const link = await new Promise<string>((resolve, reject) => {
-        const timer = setInterval(() => {
-          const match = /(http:\/\/127\.0\.0\.1:\d+\/\S+)/.exec(out)
-          if (match !== null) {
-            clearInterval(timer)
-            resolve(match[1]!)
-          }
-          if (child.exitCode !== null) {
-            clearInterval(timer)
-            reject(new Error(`npm start exited with ${child.exitCode}:\n${out}`))
-          }
-        }, 100)
-      })
-      const login = await fetch(link, { redirect: "manual" })
-      assert.strictEqual(login.status, 303, out)
-      const cookie = login.headers.get("set-cookie") ?? ""
-      assert.match(cookie, /HttpOnly/i)
-      const origin = new URL(link).origin
-      // The demo session stages its previews on its first turn: wait until the inbox lists them.
-      let listed: ReadonlyArray<unknown> = []
-      for (let i = 0; i < 100 && listed.length === 0; i++) {
-        const response = await fetch(`${origin}/api/actions`, { headers: { cookie: cookie.split(";")[0]! } })
-        assert.strictEqual(response.status, 200)
-        const body = await response.json() as { readonly items?: ReadonlyArray<unknown> }
-        listed = body.items ?? []
-        if (listed.length === 0) await new Promise((resolve) => setTimeout(resolve, 200))
-      }
-      assert.isAtLeast(listed.length, 1, out)
+      const server = await Effect.runPromise(Scope.extend(
+        ProviderServer.start((_, index) =>
+          ProviderServer.openAiResponse(
+            "gpt-4.1",
+            index === 0 ?
+              {
+                calls: [{
+                  name: "edit",
+                  args: { files: [{ path: "README.md", edits: [{ oldText: "# Demo", newText: "# The demo" }] }] }
+                }]
+              } :
+              { text: "The preview waits for a reviewer." }
+          )
+        ),
+        scope
+      ))
+      const { labels, out } = await startAndList({ OPENAI_API_KEY: "sk-test", OPENAI_API_URL: server.url })
+      assert.include(out, "The agent's model: OpenAI gpt-4.1")
+      assert.deepStrictEqual(labels, ["Edit: 1 replacement in 1 file"], out)
+      const first = server.received[0]!.body
+      assert.strictEqual(first.model, "gpt-4.1")
+      assert.includeMembers(first.tools.map((tool: { readonly name: string }) => tool.name), ["edit", "resolve"])
     } finally {
-      child.kill("SIGTERM")
-      rmSync(dir, { recursive: true, force: true })
+      await Effect.runPromise(Scope.close(scope, Exit.void))
     }
   }, 120_000)
 })
