@@ -397,6 +397,19 @@ export const make = (
       }
     }
 
+    /** The kind's draft of an amendment for this record, when it has one and the payload decodes. */
+    const amendmentDraftOf = (kind: ActionKind.Any | undefined, payload: unknown): Option.Option<unknown> => {
+      if (kind?.amendment === undefined || kind.amendmentDraft === undefined) return Option.none()
+      const draft = kind.amendmentDraft
+      return Option.flatMap(Schema.decodeUnknownOption(kind.payload)(payload), (decoded) => {
+        try {
+          return draft(decoded)
+        } catch {
+          return Option.none()
+        }
+      })
+    }
+
     const get = (reviewer: ReviewerInfo, id: string) =>
       Effect.gen(function*() {
         const listed = yield* listedOne(reviewer, id)
@@ -416,7 +429,8 @@ export const make = (
             attempt: event.attempt
           })),
           decisions: decisions.map(viewOf),
-          amendmentSchema: amendmentSchemaOf(registered.get(listed.record.kind))
+          amendmentSchema: amendmentSchemaOf(registered.get(listed.record.kind)),
+          amendmentDraft: amendmentDraftOf(registered.get(listed.record.kind), listed.record.payload)
         }
         return detail
       }).pipe(Effect.withSpan("Inbox.get"))

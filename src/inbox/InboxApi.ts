@@ -462,7 +462,12 @@ export const ActionDetail = Schema.Struct({
   /** Every decision recorded for it, oldest first. */
   decisions: Schema.Array(DecisionView),
   /** The JSON Schema of the amendment its kind takes, when `amendable`. */
-  amendmentSchema: Schema.OptionFromNullOr(Schema.Unknown)
+  amendmentSchema: Schema.OptionFromNullOr(Schema.Unknown),
+  /**
+   * The amendment a reviewer starts from, when its kind drafts one (the edit kind: every file's new text as the
+   * preview would write it).
+   */
+  amendmentDraft: Schema.OptionFromNullOr(Schema.Unknown)
 }).annotations({ identifier: "ActionDetail" })
 
 /**

@@ -114,6 +114,24 @@ export const EditAmendment = Schema.Struct({
 export type EditAmendment = typeof EditAmendment.Type
 
 /**
+ * The amendment a reviewer starts from (the kind's `amendmentDraft`): every file's new text as the preview would
+ * write it (`EditAmendment`, encoded). A file whose new bytes are not UTF-8 is left out (it is written as
+ * previewed); with none left, no draft.
+ */
+const amendmentDraft = (payload: EditPayload): Option.Option<typeof EditAmendment.Encoded> => {
+  const decoder = new TextDecoder("utf-8", { fatal: true })
+  const files: Array<{ readonly path: string; readonly text: string }> = []
+  for (const file of payload.files) {
+    try {
+      files.push({ path: file.displayPath, text: decoder.decode(file.after) })
+    } catch {
+      // not UTF-8: not offered for editing
+    }
+  }
+  return files.length === 0 ? Option.none() : Option.some({ files })
+}
+
+/**
  * The payload with a reviewer's amendment: the named files' bytes to write replaced by the amended text. A path
  * the edit does not touch is a `ToolError` (nothing written).
  *
@@ -165,6 +183,7 @@ export const kind: ActionKind.ActionKind<
   name: "edit",
   payload: EditPayload,
   amendment: EditAmendment,
+  amendmentDraft: (payload) => amendmentDraft(payload),
   apply: (payload, call) =>
     Effect.flatMap(
       Effect.mapError(

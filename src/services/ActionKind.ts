@@ -70,6 +70,9 @@ export type Recovery = "applied" | "pending" | "conflict"
  *   whose encoded form is JSON. Without it the kind is applied as staged or not at all. A reviewer's amendment is
  *   checked against it before anything is recorded; `apply` reads it with `amendmentOf(kind, call)` (never from
  *   `call.extra`, which a model controls) and must give an amended action every guarantee of a plain one.
+ * - `amendmentDraft`: the amendment a reviewer starts from, encoded (what `apply` would write unamended, as an
+ *   amendment): an approval inbox fills its editor with it. A draft of the form `{ files: [{ path, text }] }` gets
+ *   one text box per file there.
  *
  * @since 0.2.0
  * @category models
@@ -86,6 +89,7 @@ export interface ActionKind<P, I, E, R> {
   >
   readonly standing?: boolean
   readonly amendment?: Schema.Schema<any, any>
+  readonly amendmentDraft?: (payload: P) => Option.Option<unknown>
 }
 
 /**

@@ -203,46 +203,79 @@ describe.skipIf(skip !== undefined)(
       }
     }, 180_000)
 
-    it("edit before apply: the reviewer's amended text is what is written", async () => {
-      {
-        const { context, errors, page } = await openPage(browser, setup)
-        const { id } = await worker.ask({
-          op: "note",
-          session: "agent-amend",
-          text: "as staged",
-          label: "Note: remember",
-          preview: "+ as staged"
-        })
-        await item(page, id).click()
-        await page.locator("#d-label", { hasText: "Note: remember" }).waitFor()
-        await page.keyboard.press("e")
-        await page.locator("#amendment").waitFor()
-        await page.fill("#amendment", JSON.stringify({ text: "as amended by ann" }))
-        await page.fill("#reason", "Better wording.")
-        await page.click("#apply")
-        await page.locator("#d-result", { hasText: "Noted as amended by ann" }).waitFor({ timeout: 30_000 })
-        assert.include(fs.readFileSync(setup.log, "utf8").split("\n"), "as amended by ann")
-        const [decision] = await Effect.runPromise(setup.inbox.store.decisions(id))
-        assert.deepStrictEqual(decision!.amendment, { text: "as amended by ann" })
-        // An amendment the kind refuses is shown as an error, and nothing is recorded.
-        const { id: other } = await worker.ask({
-          op: "note",
-          session: "agent-amend",
-          text: "x",
-          label: "Note: other",
-          preview: "+ x"
-        })
-        await item(page, other).click()
-        await page.locator("#d-label", { hasText: "Note: other" }).waitFor()
-        await page.keyboard.press("e")
-        await page.fill("#amendment", JSON.stringify({ text: 42 }))
-        await page.click("#apply")
-        await page.locator("#d-result.error", { hasText: "does not match" }).waitFor()
-        assert.deepStrictEqual(await Effect.runPromise(setup.inbox.store.decisions(other)), [])
-        assert.deepStrictEqual(errors.filter((e) => !e.includes("422")), [])
-        await context.close()
-      }
-    }, 180_000)
+    it(
+      "edit before apply: the reviewer's amended text is what is written (JSON for a note, a text box per file for an edit)",
+      async () => {
+        {
+          const { context, errors, page } = await openPage(browser, setup)
+          const { id } = await worker.ask({
+            op: "note",
+            session: "agent-amend",
+            text: "as staged",
+            label: "Note: remember",
+            preview: "+ as staged"
+          })
+          await item(page, id).click()
+          await page.locator("#d-label", { hasText: "Note: remember" }).waitFor()
+          await page.keyboard.press("e")
+          await page.locator("#amendment").waitFor()
+          await page.fill("#amendment", JSON.stringify({ text: "as amended by ann" }))
+          await page.fill("#reason", "Better wording.")
+          await page.click("#apply")
+          await page.locator("#d-result", { hasText: "Noted as amended by ann" }).waitFor({ timeout: 30_000 })
+          assert.include(fs.readFileSync(setup.log, "utf8").split("\n"), "as amended by ann")
+          const [decision] = await Effect.runPromise(setup.inbox.store.decisions(id))
+          assert.deepStrictEqual(decision!.amendment, { text: "as amended by ann" })
+          // An edit: one text box per file, holding the text the preview would write; only what changed is sent.
+          fs.writeFileSync(path.join(setup.workspace, "draft.txt"), "one\ntwo\n")
+          const { id: edited } = await worker.ask({
+            op: "edit",
+            session: "agent-amend-file",
+            path: "draft.txt",
+            oldText: "two",
+            newText: "2"
+          })
+          await item(page, edited).click()
+          await page.locator("#d-label", { hasText: "Edit: 1 replacement in 1 file" }).waitFor()
+          await page.keyboard.press("e")
+          const box = page.locator("#amend-files textarea[data-path=\"draft.txt\"]")
+          await box.waitFor()
+          assert.strictEqual(await box.inputValue(), "one\n2\n")
+          assert.isFalse(await page.locator("#amendment").isVisible(), "no JSON for a file-by-file draft")
+          await page.screenshot({ path: screenshotPath("inbox-edit-before-apply.png") })
+          await box.fill("one\ntwo, as the reviewer wrote it\n")
+          await page.fill("#reason", "Clearer.")
+          await page.click("#apply")
+          await page.locator("#d-result", { hasText: "Applied" }).waitFor({ timeout: 30_000 })
+          assert.strictEqual(
+            fs.readFileSync(path.join(setup.workspace, "draft.txt"), "utf8"),
+            "one\ntwo, as the reviewer wrote it\n"
+          )
+          const [fileDecision] = await Effect.runPromise(setup.inbox.store.decisions(edited))
+          assert.deepStrictEqual(fileDecision!.amendment, {
+            files: [{ path: "draft.txt", text: "one\ntwo, as the reviewer wrote it\n" }]
+          })
+          // An amendment the kind refuses is shown as an error, and nothing is recorded.
+          const { id: other } = await worker.ask({
+            op: "note",
+            session: "agent-amend",
+            text: "x",
+            label: "Note: other",
+            preview: "+ x"
+          })
+          await item(page, other).click()
+          await page.locator("#d-label", { hasText: "Note: other" }).waitFor()
+          await page.keyboard.press("e")
+          await page.fill("#amendment", JSON.stringify({ text: 42 }))
+          await page.click("#apply")
+          await page.locator("#d-result.error", { hasText: "does not match" }).waitFor()
+          assert.deepStrictEqual(await Effect.runPromise(setup.inbox.store.decisions(other)), [])
+          assert.deepStrictEqual(errors.filter((e) => !e.includes("422")), [])
+          await context.close()
+        }
+      },
+      180_000
+    )
 
     it(
       "hostile previews render inert: no dialog, no script, no element; the page's text equals the preview",

@@ -14,7 +14,7 @@ import * as path from "node:path"
 import { FileEditPreview } from "../../src/edit.js"
 import { ResolveRuntime, track } from "../../src/index.js"
 import * as SqliteStore from "../../src/stores/SqliteStore.js"
-import { post, type Running, startInbox, tokens } from "../support/inbox.js"
+import { get, post, type Running, startInbox, tokens } from "../support/inbox.js"
 
 let dir: string
 let workspace: string
@@ -72,6 +72,11 @@ describe("edit before apply, for the edit producer", () => {
     fs.writeFileSync(path.join(workspace, "a.txt"), "hello\n")
     fs.writeFileSync(path.join(workspace, "b.txt"), "one\n")
     const id = await previewEdit([["a.txt", "hello", "hello, world"], ["b.txt", "one", "two"]])
+    // The reviewer starts from every file's new text as the preview would write it.
+    const shown = await get(running, `/api/actions/${id}`, tokens.owner)
+    assert.deepStrictEqual(shown.json.amendmentDraft, {
+      files: [{ path: "a.txt", text: "hello, world\n" }, { path: "b.txt", text: "two\n" }]
+    })
     const detail = await post(running, `/api/actions/${id}/decision`, tokens.owner, {
       action: "apply",
       reason: "Friendlier.",

@@ -24,6 +24,8 @@ const state = {
   selected: null,
   detail: null,
   editing: false,
+  // While editing a draft of the form { files: [{ path, text }] }: each file's drafted text, one text box each.
+  draftFiles: null,
   busy: false
 }
 
@@ -262,6 +264,8 @@ const loadDetail = async (id) => {
 const select = async (id, open) => {
   if (state.selected !== id) {
     state.editing = false
+    state.draftFiles = null
+    $("amendment").value = ""
     showResult("")
     $("reason").value = ""
   }
@@ -310,6 +314,15 @@ const decide = async (body) => {
 const reasonFor = (fallback) => $("reason").value.trim() || fallback
 
 const apply = () => {
+  if (state.editing && state.draftFiles !== null) {
+    // Only the files the reviewer changed are amended; the others are written as previewed.
+    const boxes = [...$("amend-files").querySelectorAll("textarea")]
+    const files = state.draftFiles
+      .map((file, i) => ({ path: file.path, text: boxes[i].value }))
+      .filter((file, i) => file.text !== state.draftFiles[i].text)
+    if (files.length === 0) return decide({ action: "apply", reason: reasonFor("Approved in the inbox.") })
+    return decide({ action: "apply", reason: reasonFor("Applied with changes from the inbox."), amendment: { files } })
+  }
   if (state.editing) {
     let amendment
     try {
@@ -327,12 +340,38 @@ const discard = () => decide({ action: "discard", reason: reasonFor("Rejected in
 
 const snooze = () => decide({ action: "snooze", until: Date.now() + Number($("snooze-for").value) })
 
+/** A draft the page edits file by file: `{ files: [{ path, text }] }`. */
+const isFilesDraft = (draft) =>
+  draft !== null && typeof draft === "object" && Array.isArray(draft.files) && draft.files.length > 0 &&
+  draft.files.every((file) => file !== null && typeof file.path === "string" && typeof file.text === "string")
+
 const edit = () => {
   if ($("edit").disabled) return
   state.editing = !state.editing
-  if (state.editing && $("amendment").value === "") $("amendment").value = "{}"
+  if (state.editing) {
+    const draft = state.detail?.amendmentDraft ?? null
+    state.draftFiles = isFilesDraft(draft) ? draft.files.map((file) => ({ path: file.path, text: file.text })) : null
+    $("amend-files").replaceChildren(
+      ...(state.draftFiles ?? []).flatMap((file, i) => {
+        const box = el("textarea", {
+          attrs: {
+            id: `amend-file-${i}`,
+            "data-path": file.path,
+            rows: String(Math.min(20, Math.max(4, file.text.split("\n").length + 1))),
+            spellcheck: "false"
+          }
+        })
+        box.value = file.text
+        return [el("label", { text: file.path, attrs: { for: `amend-file-${i}` } }), box]
+      })
+    )
+    $("amend-json").hidden = state.draftFiles !== null
+    if (state.draftFiles === null && $("amendment").value === "") {
+      $("amendment").value = draft === null ? "{}" : JSON.stringify(draft, null, 2)
+    }
+  }
   renderDetail()
-  if (state.editing) $("amendment").focus()
+  if (state.editing) (state.draftFiles === null ? $("amendment") : $("amend-files").querySelector("textarea")).focus()
 }
 
 // ---- live updates ---------------------------------------------------------------------------------------------------
