@@ -91,39 +91,36 @@ const apiUrl = (name: string) =>
   Config.option(Config.string(name)).pipe(Config.map((url) => Option.getOrUndefined(url)))
 
 // The model: a real provider when its key is set, else the scripted one (no keys, no network).
-const model: { readonly name: string; readonly layer: Layer.Layer<LanguageModel.LanguageModel> } = Option.isSome(
-    env("OPENAI_API_KEY")
-  ) ?
-  {
-    name: `OpenAI ${Option.getOrElse(env("OPENAI_MODEL"), () => "gpt-4.1")}`,
-    layer: OpenAiLanguageModel.layer({ model: Option.getOrElse(env("OPENAI_MODEL"), () => "gpt-4.1") }).pipe(
-      Layer.provide(OpenAiClient.layerConfig({
-        apiKey: Config.redacted("OPENAI_API_KEY"),
-        apiUrl: apiUrl("OPENAI_API_URL")
-      })),
-      Layer.provide(FetchHttpClient.layer),
-      Layer.orDie
-    )
-  } :
-  Option.isSome(env("ANTHROPIC_API_KEY")) ?
-  {
-    name: `Anthropic ${Option.getOrElse(env("ANTHROPIC_MODEL"), () => "claude-sonnet-4-5")}`,
-    layer: AnthropicLanguageModel.layer({
-      model: Option.getOrElse(env("ANTHROPIC_MODEL"), () => "claude-sonnet-4-5"),
-      config: { max_tokens: 4096 }
-    }).pipe(
-      Layer.provide(AnthropicClient.layerConfig({
-        apiKey: Config.redacted("ANTHROPIC_API_KEY"),
-        apiUrl: apiUrl("ANTHROPIC_API_URL")
-      })),
-      Layer.provide(FetchHttpClient.layer),
-      Layer.orDie
-    )
-  } :
-  {
-    name: "the scripted model (set OPENAI_API_KEY or ANTHROPIC_API_KEY for a real one)",
-    layer: ScriptedModel.layer(script)
-  }
+const openAiModel = Option.getOrElse(env("OPENAI_MODEL"), () => "gpt-4.1")
+const anthropicModel = Option.getOrElse(env("ANTHROPIC_MODEL"), () => "claude-sonnet-4-5")
+const model: { readonly name: string; readonly layer: Layer.Layer<LanguageModel.LanguageModel> } =
+  Option.isSome(env("OPENAI_API_KEY")) ?
+    {
+      name: `OpenAI ${openAiModel}`,
+      layer: OpenAiLanguageModel.layer({ model: openAiModel }).pipe(
+        Layer.provide(
+          OpenAiClient.layerConfig({ apiKey: Config.redacted("OPENAI_API_KEY"), apiUrl: apiUrl("OPENAI_API_URL") })
+        ),
+        Layer.provide(FetchHttpClient.layer),
+        Layer.orDie
+      )
+    } :
+    Option.isSome(env("ANTHROPIC_API_KEY")) ?
+    {
+      name: `Anthropic ${anthropicModel}`,
+      layer: AnthropicLanguageModel.layer({ model: anthropicModel, config: { max_tokens: 4096 } }).pipe(
+        Layer.provide(AnthropicClient.layerConfig({
+          apiKey: Config.redacted("ANTHROPIC_API_KEY"),
+          apiUrl: apiUrl("ANTHROPIC_API_URL")
+        })),
+        Layer.provide(FetchHttpClient.layer),
+        Layer.orDie
+      )
+    } :
+    {
+      name: "the scripted model (set OPENAI_API_KEY or ANTHROPIC_API_KEY for a real one)",
+      layer: ScriptedModel.layer(script)
+    }
 
 const store = SqliteStore.layer({ filename: database })
 const session = Layer.mergeAll(

@@ -183,7 +183,7 @@ export const kind: ActionKind.ActionKind<
   name: "edit",
   payload: EditPayload,
   amendment: EditAmendment,
-  amendmentDraft: (payload) => amendmentDraft(payload),
+  amendmentDraft,
   apply: (payload, call) =>
     Effect.flatMap(
       Effect.mapError(
