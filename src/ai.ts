@@ -19,6 +19,7 @@ export {
   restoredPreviewText,
   type RunOptions,
   type RunResult,
+  SessionLost,
   type SessionOptions,
   skippedResolveText,
   skippedText,

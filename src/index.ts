@@ -73,5 +73,7 @@ export * as ResolveRuntime from "./layers/ResolveRuntime.js"
 export * as PendingRecord from "./domain/PendingRecord.js"
 /** @since 0.2.0 */
 export { PendingStore } from "./services/PendingStore.js"
+/** @since 0.4.0 */
+export { SessionOwnership } from "./services/SessionOwnership.js"
 /** @since 0.3.0 */
 export * as Decision from "./domain/Decision.js"

@@ -67,7 +67,13 @@ import type { TurnDriverError } from "./TurnDriverError.js"
  * @since 0.1.0
  * @category errors
  */
-export { MaxTurnsExceeded, RequeueLimitExceeded, ResolveNotCalled, type TurnDriverError } from "./TurnDriverError.js"
+export {
+  MaxTurnsExceeded,
+  RequeueLimitExceeded,
+  ResolveNotCalled,
+  SessionLost,
+  type TurnDriverError
+} from "./TurnDriverError.js"
 
 /**
  * What the driver forces, and how hard it can (`Forcing.ts`).

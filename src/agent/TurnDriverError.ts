@@ -129,9 +129,34 @@ export class ResolveNotCalled extends Schema.TaggedError<ResolveNotCalled>("effe
 }
 
 /**
+ * An exclusive durable session (`layerDurable({ exclusive: true })`, every cluster runner's) lost its session: another
+ * runtime instance acquired it (`reason: "fenced"`), or this one's lease lapsed before it was renewed
+ * (`"leaseLapsed"`: the process was paused or cut off from the store). The run stopped at once: no further model
+ * request, no file write, no store write. What it staged and saved before is kept; the session's new owner carries
+ * on from there.
+ *
+ * @since 0.4.0
+ * @category errors
+ */
+export class SessionLost extends Schema.TaggedError<SessionLost>("effect-resolve/SessionLost")("SessionLost", {
+  session: Schema.String,
+  epoch: Schema.Number,
+  reason: Schema.Literal("fenced", "leaseLapsed"),
+  detail: Schema.String
+}) {
+  /**
+   * @since 0.4.0
+   */
+  override get message(): string {
+    return `This runtime lost session ${JSON.stringify(this.session)} (owner epoch ${this.epoch}): ${this.detail} ` +
+      "The run stopped before any further model request or write; open the session again (a new owner) to continue."
+  }
+}
+
+/**
  * What a run can fail with, besides the model's `AiError`.
  *
  * @since 0.1.0
  * @category errors
  */
-export type TurnDriverError = MaxTurnsExceeded | RequeueLimitExceeded | ResolveNotCalled
+export type TurnDriverError = MaxTurnsExceeded | RequeueLimitExceeded | ResolveNotCalled | SessionLost

@@ -121,7 +121,7 @@ const transportLayer = (
   clientOnly: boolean
 ): Layer.Layer<Sharding, unknown, SqlClient.SqlClient> => {
   const transport = options.transport ?? "socket"
-  const shardingConfig = { ...options.sharding, ...config }
+  const shardingConfig = { ...failoverDefaults, ...options.sharding, ...config }
   return (transport === "socket" ?
     NodeClusterSocket.layer({ storage: "sql", clientOnly, shardingConfig }) :
     NodeClusterHttp.layer({ transport, storage: "sql", clientOnly, shardingConfig })) as Layer.Layer<
@@ -130,6 +130,19 @@ const transportLayer = (
       SqlClient.SqlClient
     >
 }
+
+/**
+ * What this package changes in `@effect/cluster`'s defaults: shard locks are rows with an expiry
+ * (`shardLockDisableAdvisory: true`) instead of Postgres advisory locks held by a connection. An advisory lock lives
+ * as long as its connection, so a runner that is paused, hung or partitioned while its connection stays open would
+ * keep its shards, and its sessions would wait for it forever; a lock row expires `shardLockExpiration` after the
+ * runner's last refresh, and another runner takes the shard. Fencing makes that safe: the paused runner, once woken,
+ * writes nothing for the sessions it lost.
+ *
+ * @since 0.4.0
+ * @category constants
+ */
+export const failoverDefaults: Partial<ShardingConfig.ShardingConfig["Type"]> = { shardLockDisableAdvisory: true }
 
 const failedAs = (node: string) => (cause: unknown) => new ClusterStartFailed({ node, cause })
 
@@ -177,7 +190,7 @@ export const layerSingle = (
     Layer.provideMerge(
       SingleRunner.layer({
         runnerStorage: "sql",
-        ...(options.sharding === undefined ? {} : { shardingConfig: options.sharding })
+        shardingConfig: { ...failoverDefaults, ...options.sharding }
       })
     ),
     Layer.mapError(failedAs("single runner"))

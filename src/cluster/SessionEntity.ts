@@ -44,12 +44,13 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
 import { TurnDriver } from "../agent/TurnDriver.js"
-import type { PendingStoreError } from "../domain/Errors.js"
+import { isOwnershipLost, type PendingStoreError } from "../domain/Errors.js"
 import * as ToolResult from "../domain/ToolResult.js"
 import * as ResolveRuntime from "../layers/ResolveRuntime.js"
 import { localVerdict } from "../services/internal/runtimeInstance.js"
 import { type PendingActionInfo, PendingActions } from "../services/PendingActions.js"
 import { PendingStore } from "../services/PendingStore.js"
+import type { SessionOwnership } from "../services/SessionOwnership.js"
 import { SteeringBus } from "../services/SteeringBus.js"
 import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
 import { decodeResolveParams, resolve } from "../tools/Resolve.js"
@@ -195,7 +196,9 @@ export const withOwnerLog = (
         store.saveConversation(id, save) :
         Effect.zipRight(log(owner, "save"), store.saveConversation(id, save)),
     release: (instance) =>
-      instance !== owner ? store.release(instance) : Effect.zipRight(log(instance, "close"), store.release(instance))
+      instance !== owner ? store.release(instance) : Effect.zipRight(log(instance, "close"), store.release(instance)),
+    // The session's fenced store logs too (and, fenced, logs only while it owns the session).
+    fenced: (fence) => withOwnerLog(store.fenced(fence), session, options)
   })
 }
 
@@ -229,6 +232,10 @@ const targetOf = (decision: DecisionKind) => decision === "discard" ? "discarded
 
 /** A session opened on this runner: its services, and what its handlers need. */
 interface Opened {
+  /** The session's scope: closed when the session is lost, so that the next message opens it again. */
+  readonly scope: Scope.CloseableScope
+  /** The session's ownership (every session a runner opens is exclusive). */
+  readonly ownership: Option.Option<SessionOwnership.Service>
   readonly context: Context.Context<never>
   readonly driver: TurnDriver.Service
   readonly pending: PendingActions.Service
@@ -282,6 +289,8 @@ export const make = (options: Options = {}) =>
     const durable = ResolveRuntime.layerDurable({
       session,
       kinds: agent.kinds,
+      // One owner for real: the session is acquired under a new owner epoch, and every write is fenced with it.
+      exclusive: true,
       ...Option.match(agent.lease, { onNone: () => ({}), onSome: (lease) => ({ lease }) }),
       ...Option.match(agent.retention, { onNone: () => ({}), onSome: (retention) => ({ retention }) })
     }).pipe(Layer.provideMerge(Layer.succeed(PendingStore, store)))
@@ -296,17 +305,23 @@ export const make = (options: Options = {}) =>
     const sessions = yield* Scope.fork(scope, ExecutionStrategy.sequential)
     const opening = yield* Effect.makeSemaphore(1)
     let opened: Opened | undefined
-    /** Opens the session once, in the entity's scope; a failed open leaves nothing behind, the next message retries. */
+    /**
+     * Opens the session once, in the entity's scope; a failed open leaves nothing behind, the next message retries.
+     * An open that finds another owner took the session meanwhile (its acquire came later) waits for it again.
+     */
     const open: Effect.Effect<Opened, PendingStoreError> = opening.withPermits(1)(Effect.suspend(() => {
       if (opened !== undefined) return Effect.succeed(opened)
-      return Effect.gen(function*() {
+      const attempt = Effect.gen(function*() {
         yield* handoff
         const child = yield* Scope.fork(sessions, ExecutionStrategy.sequential)
         const built = yield* Layer.buildWithScope(sessionLayer, child).pipe(
           Effect.provide(agent.context),
           Effect.onError((cause) => Scope.close(child, Exit.failCause(cause)))
         )
+        const pending = Context.get(built, PendingActions)
         opened = {
+          scope: child,
+          ownership: pending.ownership,
           context: Context.merge(agent.context, built) as Context.Context<never>,
           driver: Context.get(built, TurnDriver),
           pending: Context.get(built, PendingActions),
@@ -315,7 +330,39 @@ export const make = (options: Options = {}) =>
         }
         return opened
       })
+      return Effect.retry(attempt, { while: isOwnershipLost })
     }))
+    /** The session was lost (a newer owner, a lapsed lease): it closes, writing nothing; the next open waits. */
+    const closeLost = (s: Opened) =>
+      opening.withPermits(1)(Effect.suspend(() => {
+        if (opened !== s) return Effect.void
+        opened = undefined
+        return Effect.zipRight(
+          Effect.logWarning(
+            `effect-resolve: session ${session} was lost by this runner (another owner took it, or its lease lapsed); ` +
+              "it stopped at once, and opens again here only once the other owner is done with it"
+          ),
+          Scope.close(s.scope, Exit.void)
+        )
+      }))
+    /**
+     * Runs `f` on the open session, stopped at once if the session is lost meanwhile; then the session closes and
+     * `f` runs again once this runner may open it again (after the new owner closed it or is gone; a message whose
+     * shard moved is interrupted meanwhile, and the cluster delivers it to the new owner).
+     */
+    const withSession = <A, E, R>(
+      f: (s: Opened) => Effect.Effect<A, E, R>
+    ): Effect.Effect<A, E | PendingStoreError, R> =>
+      Effect.flatMap(open, (s) => {
+        const lost = Option.match(s.ownership, { onNone: () => Effect.never, onSome: (o) => o.lost })
+        return Effect.raceFirst(f(s), lost).pipe(
+          Effect.catchIf(
+            (error): error is E | PendingStoreError =>
+              isOwnershipLost(error) || (error as { readonly _tag?: unknown } | null)?._tag === "SessionLost",
+            () => Effect.zipRight(closeLost(s), withSession(f))
+          )
+        )
+      })
     const runs = yield* Effect.makeSemaphore(1)
     const runOptions = {
       ...Option.match(agent.toolkit, { onNone: () => ({}), onSome: (toolkit) => ({ toolkit }) }),
@@ -394,24 +441,23 @@ export const make = (options: Options = {}) =>
     })
 
     return Session.of({
-      Run: ({ payload }) =>
-        Effect.flatMap(open, (s) => runs.withPermits(1)(run(s, payload)).pipe(Effect.provide(s.context))),
+      Run: ({ payload }) => withSession((s) => runs.withPermits(1)(run(s, payload)).pipe(Effect.provide(s.context))),
       Steer: ({ payload }) =>
-        Effect.flatMap(open, (s) =>
-          s.bus.steer({ customType: steerType, content: payload.text, details: { steerId: payload.steerId } })).pipe(
-            Effect.asVoid,
-            Effect.orDie
-          ),
-      Decide: ({ payload }) =>
-        Effect.flatMap(open, (s) => decide(s, payload).pipe(Effect.provide(s.context))),
+        withSession((s) =>
+          s.bus.steer({ customType: steerType, content: payload.text, details: { steerId: payload.steerId } })
+        ).pipe(
+          Effect.asVoid,
+          Effect.orDie
+        ),
+      Decide: ({ payload }) => withSession((s) => decide(s, payload).pipe(Effect.provide(s.context))),
       List: ({ payload }) =>
-        Effect.flatMap(open, (s) =>
+        withSession((s) =>
           s.pending.listPage({
             limit: payload.limit ?? 100,
             ...(payload.cursor === undefined ? {} : { cursor: payload.cursor })
-          })).pipe(Effect.map((page) => ({ items: page.items.map(toSessionAction), next: page.next }))),
-      Get: ({ payload }) =>
-        Effect.flatMap(open, (s) => s.pending.get(payload.id)).pipe(Effect.map(Option.map(toSessionAction)))
+          })
+        ).pipe(Effect.map((page) => ({ items: page.items.map(toSessionAction), next: page.next }))),
+      Get: ({ payload }) => withSession((s) => s.pending.get(payload.id)).pipe(Effect.map(Option.map(toSessionAction)))
     })
   })
 

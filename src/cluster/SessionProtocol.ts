@@ -27,7 +27,7 @@ import * as ClusterSchema from "@effect/cluster/ClusterSchema"
 import * as Entity from "@effect/cluster/Entity"
 import * as Rpc from "@effect/rpc/Rpc"
 import * as Schema from "effect/Schema"
-import { MaxTurnsExceeded, RequeueLimitExceeded, ResolveNotCalled } from "../agent/TurnDriver.js"
+import { MaxTurnsExceeded, RequeueLimitExceeded, ResolveNotCalled, SessionLost } from "../agent/TurnDriver.js"
 import {
   ApplyFailed,
   InvalidResolveParams,
@@ -98,6 +98,7 @@ export const RunError = Schema.Union(
   MaxTurnsExceeded,
   RequeueLimitExceeded,
   ResolveNotCalled,
+  SessionLost,
   AiError.AiError,
   PendingStoreError
 )

@@ -132,7 +132,13 @@ export class PendingStoreError
   extends Schema.TaggedError<PendingStoreError>("effect-resolve/PendingStoreError")("PendingStoreError", {
     operation: Schema.String,
     detail: Schema.String,
-    cause: Schema.optional(Schema.Defect)
+    cause: Schema.optional(Schema.Defect),
+    /**
+     * Why a write of an exclusive session was refused, when that is the reason (0.4): `"fenced"`, another runtime
+     * instance owns the session now (a newer owner epoch); `"leaseLapsed"`, this instance's lease passed before it
+     * was renewed, and it is never taken again. Either way this instance must stop writing for the session.
+     */
+    reason: Schema.optional(Schema.Literal("fenced", "leaseLapsed"))
   })
 {
   /**
@@ -142,6 +148,16 @@ export class PendingStoreError
     return `PendingStore.${this.operation} failed: ${this.detail}`
   }
 }
+
+/**
+ * Whether a store error says that this runtime instance lost its session (fenced by a newer owner, or its lease
+ * lapsed): it must stop writing for the session, and reopen it to continue.
+ *
+ * @since 0.4.0
+ * @category refinements
+ */
+export const isOwnershipLost = (error: unknown): error is PendingStoreError =>
+  error instanceof PendingStoreError && error.reason !== undefined
 
 /**
  * One pending action as an error lists it: its id and label.

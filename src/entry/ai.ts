@@ -21,6 +21,7 @@ export const {
   RequeueLimitExceeded,
   ResolveMetrics,
   ResolveNotCalled,
+  SessionLost,
   restoredPreviewText,
   ScriptedModel,
   skippedResolveText,

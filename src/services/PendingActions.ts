@@ -42,7 +42,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import * as Layer from "effect/Layer"
-import type * as Option from "effect/Option"
+import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
@@ -64,6 +64,7 @@ import * as StoreMirror from "./internal/storeMirror.js"
 import { PendingStore } from "./PendingStore.js"
 import type { Handle, Spec } from "./Preview.js"
 import { ResolveConfig } from "./ResolveConfig.js"
+import type { SessionOwnership } from "./SessionOwnership.js"
 import { SteeringBus } from "./SteeringBus.js"
 import { ToolChoiceQueue } from "./ToolChoiceQueue.js"
 
@@ -142,6 +143,16 @@ export declare namespace PendingActions {
     readonly session: string
     /** Whether a `PendingStore` keeps the actions. */
     readonly durable: boolean
+    /**
+     * An exclusive durable session's ownership (0.4: its owner epoch, and how to tell it is still the owner);
+     * `none` in memory and for a shared durable session.
+     */
+    readonly ownership: Option.Option<SessionOwnership.Service>
+    /**
+     * The store this session writes through (fenced with its owner epoch when exclusive): what the turn driver
+     * saves the conversation with. `none` in memory.
+     */
+    readonly store: Option.Option<PendingStore.Service>
     /**
      * Stages an action in the closure form: records it, pushes its forcing directive at the head of the queue
      * (label `pending-action:<sourceToolName>`, one-shot, requeued while the action is pending; `"auto"` under
@@ -257,7 +268,8 @@ export class PendingActions extends Context.Tag("effect-resolve/PendingActions")
           kindContext: kindContext as Context.Context<never>,
           lease: options.lease,
           retainSettled: options.retainSettled,
-          retention: options.retention
+          retention: options.retention,
+          exclusive: options.exclusive
         })
       })
     )
@@ -292,6 +304,16 @@ export interface DurableOptions<Kinds extends ReadonlyArray<ActionKind.Any>> {
    * never on a resolve's path; records not yet settled are always kept. `"keep-all"` never prunes.
    */
   readonly retention?: Retention | "keep-all"
+  /**
+   * One owner for real (0.4): this runtime acquires the session in the store when it opens (a new owner epoch), and
+   * every write it makes for the session is fenced with that epoch. Once another runtime acquires the session (a
+   * cluster runner taking it over), this one's writes are refused, changing nothing; its lease, once lapsed, is
+   * never renewed; and the session is lost (`SessionOwnership.lost`): its turn driver stops at once, and an edit
+   * checks the epoch under its file locks before its first rename. Use it where exactly one process runs the session
+   * (what `effect-resolve/cluster` does); an inbox or a second worker sharing the session must not set it. Default
+   * `false`.
+   */
+  readonly exclusive?: boolean | undefined
 }
 
 /**
@@ -329,6 +351,8 @@ export interface MakeOptions {
    * memory, an older settled action is gone (its id is then unknown); a durable session reads it from the store.
    */
   readonly retainSettled?: number | undefined
+  /** Durable: acquire the session and fence every write (see `DurableOptions.exclusive`). */
+  readonly exclusive?: boolean | undefined
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -355,7 +379,6 @@ export const make = (
     const bus = yield* SteeringBus
     const clock = yield* Effect.clock
     const startConfig = yield* ResolveConfig
-    const store = options.store
     const session = options.session ?? `session-${randomBytes(6).toString("base64url")}`
     const prefix = `pa_${randomBytes(9).toString("base64url")}_`
     // This runtime instance: the stager of what it stages, the owner of what it claims.
@@ -371,6 +394,12 @@ export const make = (
       () => Effect.sync(() => setLive(owner, false))
     )
     const hub = yield* Effect.acquireRelease(PubSub.unbounded<PendingActionInfo>(), PubSub.shutdown)
+    const now = () => clock.unsafeCurrentTimeMillis()
+    // An exclusive session acquires the session first (a new owner epoch): from here on, every write is fenced.
+    const exclusive = options.store !== undefined && options.exclusive === true ?
+      yield* InstanceLease.acquire({ session, owner, now }, options.store) :
+      undefined
+    const store = exclusive === undefined ? options.store : exclusive.store
 
     const retainSettled = options.retainSettled ?? defaultRetainSettled
     if (!Number.isSafeInteger(retainSettled) || retainSettled < 0) {
@@ -390,15 +419,19 @@ export const make = (
       kindContext,
       queue,
       bus,
-      now: () => clock.unsafeCurrentTimeMillis(),
+      now,
       retainSettled,
       retention,
       pruneWanted,
       hub
     })
 
+    const ownership = exclusive === undefined || options.store === undefined ?
+      undefined :
+      InstanceLease.ownershipService(s, exclusive.store, options.store, exclusive.ownership)
+    s.ownership = ownership
     if (store !== undefined) {
-      yield* InstanceLease.keepAlive(s, store)
+      yield* InstanceLease.keepAlive(s, store, exclusive?.ownership)
       yield* Reconcile.restoreOpen(s, store, startConfig.enforcement === "soft")
       if (retention !== undefined) yield* StoreRetention.startPruning(s, store, retention)
     }
@@ -407,6 +440,8 @@ export const make = (
     return PendingActions.of({
       session,
       durable: store !== undefined,
+      ownership: Option.fromNullable(ownership),
+      store: Option.fromNullable(store),
       stage: (spec) => Staging.stage(s, spec),
       stageKind: (kind, payload, info) => Staging.stageKind(s, kind, payload, info),
       resolveOr: (params, fallback) => Resolving.resolveOr(s, params, fallback),

@@ -114,6 +114,48 @@ export declare namespace PendingStore {
     readonly instance: string
     readonly leaseUntil: number
     readonly now: number
+    /**
+     * A renewal (0.4): the instance's lease is extended only while it still holds at `now`; a lease that lapsed (or
+     * was released, or forgotten) is never taken again, and the heartbeat fails with `reason: "leaseLapsed"`.
+     * Without it (the first heartbeat of an instance), the lease is recorded whatever was there.
+     */
+    readonly renew?: boolean | undefined
+  }
+
+  /**
+   * A session's owner epoch (0.4): `acquire` hands out a new one, larger than every one before, to each new owner of
+   * a session. A store `fenced` with it refuses every write once a newer owner acquired the session.
+   *
+   * @since 0.4.0
+   * @category models
+   */
+  export interface Fence {
+    readonly session: string
+    readonly epoch: number
+  }
+
+  /**
+   * `acquire`'s input: the session, the runtime instance that becomes its owner, and the time.
+   *
+   * @since 0.4.0
+   * @category models
+   */
+  export interface AcquireInput {
+    readonly session: string
+    readonly owner: string
+    readonly now: number
+  }
+
+  /**
+   * A session's current owner, as `owner` tells it: the latest epoch, the instance that acquired it, and when.
+   *
+   * @since 0.4.0
+   * @category models
+   */
+  export interface Owner {
+    readonly epoch: number
+    readonly owner: string
+    readonly at: number
   }
 
   /**
@@ -570,6 +612,29 @@ export declare namespace PendingStore {
       session: string,
       options?: { readonly last?: number | undefined }
     ) => Effect.Effect<ReadonlyArray<PendingStore.SessionLogEntry>, PendingStoreError>
+    // -- 0.4: fencing (one owner for real) ------------------------------------------------------------------------
+    /**
+     * Makes `owner` the session's owner: a new epoch, larger than every epoch handed out for the session before, in
+     * one statement. Every store `fenced` with an older epoch refuses its writes from then on.
+     *
+     * @since 0.4.0
+     */
+    readonly acquire: (input: PendingStore.AcquireInput) => Effect.Effect<number, PendingStoreError>
+    /**
+     * The session's current owner (`none` when no owner ever acquired it).
+     *
+     * @since 0.4.0
+     */
+    readonly owner: (session: string) => Effect.Effect<Option.Option<PendingStore.Owner>, PendingStoreError>
+    /**
+     * This store, fenced: each write it makes for `fence.session` (insert, claim, settle, transition, prune,
+     * heartbeat, release, the session's state, conversation and owner log, completing a decision) happens only while
+     * `fence.epoch` is the session's latest, checked in the write's own statement or transaction; otherwise it
+     * changes nothing and fails with `reason: "fenced"`. Reads and other sessions' writes are as usual.
+     *
+     * @since 0.4.0
+     */
+    readonly fenced: (fence: PendingStore.Fence) => PendingStore.Service
   }
 }
 
@@ -662,6 +727,51 @@ export const checkSessionLogEntry = (entry: PendingStore.SessionLogEntry): strin
   }
   if (!(typeof entry.at === "number" && Number.isSafeInteger(entry.at) && entry.at >= 0)) {
     return "at must be epoch milliseconds (a non-negative integer)"
+  }
+  return undefined
+}
+
+/**
+ * The error of a write a fenced store refused: a newer owner acquired the session; nothing was changed.
+ *
+ * @since 0.4.0
+ * @category errors
+ */
+export const fencedOut = (operation: string, fence: PendingStore.Fence): PendingStoreError =>
+  new PendingStoreError({
+    operation,
+    reason: "fenced",
+    detail: `another runtime instance owns session ${JSON.stringify(fence.session)} now (this one held epoch ` +
+      `${fence.epoch}); nothing was changed. This instance must stop: reopen the session to continue it.`
+  })
+
+/**
+ * The error of a renewal that found the instance's lease lapsed; nothing was changed.
+ *
+ * @since 0.4.0
+ * @category errors
+ */
+export const leaseLapsed = (instance: string): PendingStoreError =>
+  new PendingStoreError({
+    operation: "heartbeat",
+    reason: "leaseLapsed",
+    detail: `the lease of runtime instance ${JSON.stringify(instance)} lapsed before it was renewed (its process ` +
+      "was paused or cut off), and others may have taken over its work; nothing was changed. The instance must " +
+      "stop: open the session again (a new instance) to continue."
+  })
+
+/**
+ * What is wrong with an `acquire` input, if anything.
+ *
+ * @since 0.4.0
+ * @category validation
+ */
+export const checkAcquire = (input: PendingStore.AcquireInput): string | undefined => {
+  if (typeof input !== "object" || input === null) return "the input is not an object"
+  if (typeof input.session !== "string") return "session must be a string"
+  if (typeof input.owner !== "string" || input.owner.length === 0) return "owner must be a non-empty string"
+  if (!(typeof input.now === "number" && Number.isSafeInteger(input.now) && input.now >= 0)) {
+    return "now must be epoch milliseconds (a non-negative integer)"
   }
   return undefined
 }

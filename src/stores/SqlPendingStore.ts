@@ -50,11 +50,14 @@ import {
   recordCursor
 } from "../services/internal/pendingStore.js"
 import {
+  checkAcquire,
   checkConversationSave,
   checkPrevious,
   checkSessionLogEntry,
   duplicateId,
+  fencedOut,
   invalidInput,
+  leaseLapsed,
   PendingStore,
   PendingStoreError
 } from "../services/PendingStore.js"
@@ -89,7 +92,17 @@ export { migrate, migrations, migrationsTable } from "./internal/sqlSchema.js"
  */
 export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClient> = Effect.map(
   SqlClient.SqlClient,
-  (sql) => {
+  (sql) => build(sql, undefined)
+)
+
+/**
+ * The store on `sql`; with `fence`, its writes for the session happen only while the fence's epoch is the session's
+ * latest: an `EXISTS` on the owners table in each write's own statement (`FOR SHARE` on Postgres, so that an `acquire`
+ * waits for a write that found the old epoch, and a write waits for an `acquire` under way and then sees the new
+ * epoch). A write that changed nothing reads the owner to tell a refusal from a lost race.
+ */
+const build = (sql: SqlClient.SqlClient, fence: PendingStore.Fence | undefined): PendingStore.Service => {
+  {
     const retryBusy: <A>(self: Effect.Effect<A, SqlError>) => Effect.Effect<A, SqlError> = sql.onDialectOrElse({
       sqlite: () => (self) =>
         Effect.retry(self, {
@@ -104,6 +117,26 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
     })
     const columns = sql.literal(recordColumns)
     const settled = sql.literal(settledCondition)
+    const forShare = sql.literal(sql.onDialectOrElse({ pg: () => " FOR SHARE", orElse: () => "" }))
+    /** The fence's condition, to AND into a write's WHERE (empty without a fence). */
+    const owns = fence === undefined ? sql.literal("") : sql`AND EXISTS (SELECT 1 FROM effect_resolve_owners
+      WHERE session = ${fence.session} AND epoch = ${fence.epoch}${forShare})`
+    /** The fence's condition as a WHERE of its own (for `INSERT ... SELECT`). */
+    const whereOwns = fence === undefined ? sql.literal("WHERE 1 = 1") : sql`WHERE EXISTS (SELECT 1
+      FROM effect_resolve_owners WHERE session = ${fence.session} AND epoch = ${fence.epoch}${forShare})`
+    /** After a fenced write that changed nothing: refused if the fence's epoch is no longer the latest. */
+    const unlessFenced = <A>(operation: string, value: A): Effect.Effect<A, PendingStoreError> =>
+      fence === undefined ? Effect.succeed(value) : Effect.flatMap(
+        run(
+          operation,
+          sql<{ readonly epoch: unknown }>`SELECT epoch FROM effect_resolve_owners
+            WHERE session = ${fence.session}`.withoutTransform
+        ),
+        (rows) =>
+          rows.length === 1 && seqOf(rows[0]!.epoch) === fence.epoch ?
+            Effect.succeed(value) :
+            Effect.fail(fencedOut(operation, fence))
+      )
 
     const run = <Row extends object>(operation: string, statement: Effect.Effect<ReadonlyArray<Row>, SqlError>) =>
       Effect.mapError(retryBusy(statement), readFailed(operation))
@@ -126,14 +159,21 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
         if (payload === undefined) {
           return Effect.fail(invalidInput("insert", "payload must be a JSON value (null for closures)"))
         }
-        const statement = sql<{ readonly id: string }>`INSERT INTO effect_resolve_pending (${columns})
-          VALUES (${record.id}, ${record.session}, ${record.kind}, ${record.label}, ${record.sourceToolName},
-            ${record.stager}, ${record.preview}, ${payload}, ${record.status}, ${record.attempts}, NULL, NULL,
-            ${record.createdAt}, ${record.updatedAt}, ${record.expiresAt}, ${record.outcome})
-          ON CONFLICT (id) DO NOTHING RETURNING id`
+        const values = sql`${record.id}, ${record.session}, ${record.kind}, ${record.label},
+            ${record.sourceToolName}, ${record.stager}, ${record.preview}, ${payload}, ${record.status},
+            ${record.attempts}, NULL, NULL, ${record.createdAt}, ${record.updatedAt}, ${record.expiresAt},
+            ${record.outcome}`
+        const statement = fence === undefined ?
+          sql<{ readonly id: string }>`INSERT INTO effect_resolve_pending (${columns}) VALUES (${values})
+            ON CONFLICT (id) DO NOTHING RETURNING id` :
+          sql<{ readonly id: string }>`INSERT INTO effect_resolve_pending (${columns}) SELECT ${values} ${whereOwns}
+            ON CONFLICT (id) DO NOTHING RETURNING id`
         return Effect.flatMap(
           write("insert", statement.withoutTransform),
-          (rows) => rows.length === 1 ? Effect.void : Effect.fail(duplicateId(record.id))
+          (rows) =>
+            rows.length === 1 ?
+              Effect.void :
+              Effect.zipRight(unlessFenced("insert", undefined), Effect.fail(duplicateId(record.id)))
         )
       })
 
@@ -144,11 +184,14 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
         const statement = sql<RecordRow>`UPDATE effect_resolve_pending
           SET status = 'resolving', attempts = attempts + 1, owner = ${input.owner},
             lease_until = ${input.leaseUntil}, updated_at = ${input.now}
-          WHERE id = ${input.id} AND status = 'pending' AND (expires_at IS NULL OR expires_at > ${input.now})
+          WHERE id = ${input.id} AND status = 'pending' AND (expires_at IS NULL OR expires_at > ${input.now}) ${owns}
           RETURNING ${columns}`
-        return Effect.map(
+        return Effect.flatMap(
           write("claim", statement.withoutTransform),
-          (rows) => rows.length === 0 ? Option.none<PendingRecord>() : Option.some(toRecord(rows[0]!))
+          (rows) =>
+            rows.length === 0 ?
+              unlessFenced("claim", Option.none<PendingRecord>()) :
+              Effect.succeed(Option.some(toRecord(rows[0]!)))
         )
       })
 
@@ -159,9 +202,12 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
         const statement = sql<{ readonly id: string }>`UPDATE effect_resolve_pending
           SET status = ${input.to}, owner = NULL, lease_until = NULL, updated_at = ${input.now},
             outcome = ${Option.getOrNull(input.outcome)}
-          WHERE id = ${input.id} AND status = 'resolving' AND owner = ${input.owner}
+          WHERE id = ${input.id} AND status = 'resolving' AND owner = ${input.owner} ${owns}
           RETURNING id`
-        return Effect.map(write("settle", statement.withoutTransform), (rows) => rows.length > 0)
+        return Effect.flatMap(
+          write("settle", statement.withoutTransform),
+          (rows) => rows.length > 0 ? Effect.succeed(true) : unlessFenced("settle", false)
+        )
       })
 
     const transition = (input: PendingStore.TransitionInput) =>
@@ -180,12 +226,13 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
           write(
             "transition",
             sql<{ readonly id: string }>`UPDATE effect_resolve_pending ${set}
-              WHERE id = ${input.id} AND status IN ${sql.in(from)} ${guard}
+              WHERE id = ${input.id} AND status IN ${sql.in(from)} ${guard} ${owns}
               RETURNING id`.withoutTransform
           ),
           (rows) => rows.length > 0
         )
-        if (from.length === input.from.length) return usual
+        const refusedIfFenced = (done: boolean) => done ? Effect.succeed(true) : unlessFenced("transition", false)
+        if (from.length === input.from.length) return Effect.flatMap(usual, refusedIfFenced)
         // From `unreadable`: the row is read first, and changed only if it is still the very row read as such (its
         // stored status and payload unchanged), and not claimed under a lease that still holds.
         const unreadable = Effect.flatMap(
@@ -202,14 +249,17 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
                 "transition",
                 sql<{ readonly id: string }>`UPDATE effect_resolve_pending ${set}
                   WHERE id = ${input.id} AND status = ${row.status as string} AND payload = ${row.payload as string}
-                    AND (status <> 'resolving' OR lease_until <= ${input.now})
+                    AND (status <> 'resolving' OR lease_until <= ${input.now}) ${owns}
                   RETURNING id`.withoutTransform
               ),
               (rows) => rows.length > 0
             )
           }
         )
-        return Effect.flatMap(usual, (done) => done ? Effect.succeed(true) : unreadable)
+        return Effect.flatMap(
+          Effect.flatMap(usual, (done) => done ? Effect.succeed(true) : unreadable),
+          refusedIfFenced
+        )
       })
 
     const listPage = (session: string, options: PendingStore.PageOptions) =>
@@ -279,7 +329,7 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
             SELECT id FROM effect_resolve_pending
             WHERE session = ${input.session} AND ${settled} AND (${sql.or(conditions)})
             ORDER BY updated_at, seq LIMIT ${input.batch}
-          ) RETURNING id`
+          ) ${owns} RETURNING id`
           return Effect.map(write("prune", statement.withoutTransform), (rows) => rows.length)
         })
       })
@@ -288,20 +338,38 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
       Effect.suspend(() => {
         const problem = checkHeartbeat(input)
         if (problem !== undefined) return Effect.fail(invalidInput("heartbeat", problem))
+        // A renewal extends only a lease that still holds: one that lapsed is never taken again by its instance.
+        const own = input.renew === true ?
+          Effect.flatMap(
+            write(
+              "heartbeat",
+              sql<{ readonly id: string }>`UPDATE effect_resolve_instances SET lease_until = ${input.leaseUntil}
+                WHERE id = ${input.instance} AND lease_until > ${input.now} ${owns} RETURNING id`.withoutTransform
+            ),
+            (rows) =>
+              rows.length > 0 ?
+                Effect.void :
+                Effect.zipRight(unlessFenced("heartbeat", undefined), Effect.fail(leaseLapsed(input.instance)))
+          ) :
+          Effect.flatMap(
+            write(
+              "heartbeat",
+              sql<{ readonly id: string }>`INSERT INTO effect_resolve_instances (id, lease_until)
+                SELECT ${input.instance}, ${input.leaseUntil} ${whereOwns}
+                ON CONFLICT (id) DO UPDATE SET lease_until = excluded.lease_until RETURNING id`.withoutTransform
+            ),
+            (rows) => rows.length > 0 ? Effect.void : unlessFenced("heartbeat", undefined)
+          )
         return Effect.all([
+          own,
           write(
             "heartbeat",
             sql`DELETE FROM effect_resolve_instances WHERE lease_until <= ${input.now}`.withoutTransform
           ),
           write(
             "heartbeat",
-            sql`INSERT INTO effect_resolve_instances (id, lease_until) VALUES (${input.instance}, ${input.leaseUntil})
-              ON CONFLICT (id) DO UPDATE SET lease_until = excluded.lease_until`.withoutTransform
-          ),
-          write(
-            "heartbeat",
             sql`UPDATE effect_resolve_pending SET lease_until = ${input.leaseUntil}
-              WHERE status = 'resolving' AND owner = ${input.instance}`.withoutTransform
+              WHERE status = 'resolving' AND owner = ${input.instance} ${owns}`.withoutTransform
           )
         ], { discard: true })
       })
@@ -311,13 +379,19 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
         const problem = checkSession(session, state)
         if (problem !== undefined) return Effect.fail(invalidInput("saveSession", problem))
         return Effect.flatMap(Clock.currentTimeMillis, (now) => {
-          const statement = sql`INSERT INTO effect_resolve_sessions (session, state, updated_at)
-            VALUES (${session}, ${state}, ${now})
-            ON CONFLICT (session) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at`
-          return Effect.asVoid(write("saveSession", statement.withoutTransform))
+          const statement = sql<{ readonly session: string }>`INSERT INTO effect_resolve_sessions
+            (session, state, updated_at) SELECT ${session}, ${state}, ${now} ${whereOwns}
+            ON CONFLICT (session) DO UPDATE SET state = excluded.state, updated_at = excluded.updated_at
+            RETURNING session`
+          return Effect.flatMap(
+            write("saveSession", statement.withoutTransform),
+            (rows) => rows.length > 0 ? Effect.void : unlessFenced("saveSession", undefined)
+          )
         })
       })
 
+    /** The problem a fenced `saveConversation` reports from inside its transaction (rolled back). */
+    const fenced = "fenced"
     const saveConversation = (session: string, save: PendingStore.ConversationSave) =>
       Effect.suspend(() => {
         const problem = checkSession(session, save.state) ?? checkConversationSave(save, Number.MAX_SAFE_INTEGER)
@@ -325,8 +399,14 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
         return Effect.flatMap(Clock.currentTimeMillis, (now) => {
           // One transaction: the messages from `from` on, then the state that counts them.
           const transaction = sql.withTransaction(Effect.gen(function*() {
-            const counted = yield* sql<{ readonly n: unknown }>`SELECT count(*) AS n FROM effect_resolve_conversation
-              WHERE session = ${session}`.withoutTransform
+            const counted = yield* sql<{ readonly n: unknown; readonly owns: unknown }>`SELECT
+              (SELECT count(*) FROM effect_resolve_conversation WHERE session = ${session}) AS n,
+              ${
+              fence === undefined ? sql.literal("1") : sql`CASE WHEN EXISTS (SELECT 1 FROM effect_resolve_owners
+                WHERE session = ${fence.session} AND epoch = ${fence.epoch}${forShare}) THEN 1 ELSE 0 END`
+            } AS owns`
+              .withoutTransform
+            if (seqOf(counted[0]?.owns) !== 1) return Option.some(fenced)
             const stored = seqOf(counted[0]?.n)
             if (save.from > stored) return Option.some(checkConversationSave(save, stored) ?? "from is past the end")
             if (Option.isSome(save.previous)) {
@@ -352,7 +432,12 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
             Effect.uninterruptible(Effect.mapError(retryBusy(transaction), writeFailed("saveConversation"))),
             Option.match({
               onNone: () => Effect.void,
-              onSome: (problem) => Effect.fail(invalidInput("saveConversation", problem))
+              onSome: (problem) =>
+                Effect.fail(
+                  problem === fenced && fence !== undefined ?
+                    fencedOut("saveConversation", fence) :
+                    invalidInput("saveConversation", problem)
+                )
             })
           )
         })
@@ -377,8 +462,42 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
         return Option.some({ state, messages })
       })
 
+    const inbox = makeInbox(sql, { run, read, write }, owns)
     return PendingStore.of({
-      ...makeInbox(sql, { run, read, write }),
+      ...inbox,
+      completeDecision: (input) =>
+        Effect.flatMap(
+          inbox.completeDecision(input),
+          (done) => done ? Effect.succeed(true) : unlessFenced("completeDecision", false)
+        ),
+      acquire: (input) =>
+        Effect.suspend(() => {
+          const problem = checkAcquire(input)
+          if (problem !== undefined) return Effect.fail(invalidInput("acquire", problem))
+          const statement = sql<
+            { readonly epoch: unknown }
+          >`INSERT INTO effect_resolve_owners (session, epoch, owner, at)
+            VALUES (${input.session}, 1, ${input.owner}, ${input.now})
+            ON CONFLICT (session) DO UPDATE SET epoch = effect_resolve_owners.epoch + 1, owner = excluded.owner,
+              at = excluded.at
+            RETURNING epoch`
+          return Effect.map(write("acquire", statement.withoutTransform), (rows) => seqOf(rows[0]?.epoch))
+        }),
+      owner: (session) =>
+        Effect.map(
+          run(
+            "owner",
+            sql<{ readonly epoch: unknown; readonly owner: unknown; readonly at: unknown }>`SELECT epoch, owner, at
+              FROM effect_resolve_owners WHERE session = ${session}`.withoutTransform
+          ),
+          (rows) =>
+            Option.map(Option.fromNullable(rows[0]), (row) => ({
+              epoch: seqOf(row.epoch),
+              owner: String(row.owner),
+              at: seqOf(row.at)
+            }))
+        ),
+      fenced: (other) => build(sql, other),
       insert,
       get: (id) => {
         const statement = sql<RecordRow>`SELECT ${columns} FROM effect_resolve_pending WHERE id = ${id}`
@@ -416,7 +535,7 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
       heartbeat,
       release: (instance) =>
         Effect.asVoid(
-          write("release", sql`DELETE FROM effect_resolve_instances WHERE id = ${instance}`.withoutTransform)
+          write("release", sql`DELETE FROM effect_resolve_instances WHERE id = ${instance} ${owns}`.withoutTransform)
         ),
       leases: (instances) =>
         instances.length === 0 ?
@@ -452,9 +571,16 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
         Effect.suspend(() => {
           const problem = checkSessionLogEntry(entry)
           if (problem !== undefined) return Effect.fail(invalidInput("logSession", problem))
-          const statement = sql`INSERT INTO effect_resolve_session_log (session, owner, event, at)
-            VALUES (${entry.session}, ${entry.owner}, ${entry.event}, ${entry.at})`
-          return Effect.asVoid(write("logSession", statement.withoutTransform))
+          const statement = fence === undefined ?
+            sql`INSERT INTO effect_resolve_session_log (session, owner, event, at)
+              VALUES (${entry.session}, ${entry.owner}, ${entry.event}, ${entry.at})` :
+            sql`INSERT INTO effect_resolve_session_log (session, owner, event, at)
+              SELECT ${entry.session}, ${entry.owner}, ${entry.event}, ${entry.at} ${whereOwns}`
+          return Effect.flatMap(
+            Effect.uninterruptible(Effect.mapError(retryBusy(statement.raw), writeFailed("logSession"))),
+            (result) =>
+              fence === undefined || affected(result) > 0 ? Effect.void : unlessFenced("logSession", undefined)
+          )
         }),
       sessionLog: (session, options) => {
         const last = options?.last
@@ -482,7 +608,13 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
       }
     })
   }
-)
+}
+
+/** The number of rows a statement's raw result says it changed (libsql: `rowsAffected`; pg: `rowCount`). */
+const affected = (result: unknown): number => {
+  const r = result as { readonly rowsAffected?: unknown; readonly rowCount?: unknown } | null
+  return Number(r?.rowsAffected ?? r?.rowCount ?? 0)
+}
 
 /**
  * The store on the `SqlClient` in context, after `migrate`.

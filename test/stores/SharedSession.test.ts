@@ -63,6 +63,8 @@ const start = async (
   })
   failed.catch(() => {})
   readline.createInterface({ input: child.stdout }).on("line", (line) => {
+    // The worker's answers are JSON lines; anything else is its log (a lease that lapsed while it was paused).
+    if (!line.startsWith("{")) return
     const message = JSON.parse(line)
     const resolve = waiting.get(message.tag)
     waiting.delete(message.tag)

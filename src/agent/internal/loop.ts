@@ -18,13 +18,15 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schedule from "effect/Schedule"
+import type { PendingStoreError } from "../../domain/Errors.js"
 import type { SteeringMessage } from "../../domain/SteeringMessage.js"
 import { type ModelCapabilities, ResolveConfig } from "../../services/ResolveConfig.js"
+import type { SessionOwnership } from "../../services/SessionOwnership.js"
 import type { InFlightInfo, RejectReason } from "../../services/ToolChoiceQueue.js"
 import { isForcingRefusal, isPreviewLabel } from "../Forcing.js"
 import * as ResolveMetrics from "../ResolveMetrics.js"
 import type { RunOptions, RunResult, TurnRecord } from "../TurnDriver.js"
-import { MaxTurnsExceeded, RequeueLimitExceeded, type TurnDriverError } from "../TurnDriverError.js"
+import { MaxTurnsExceeded, RequeueLimitExceeded, SessionLost, type TurnDriverError } from "../TurnDriverError.js"
 import { forcingOf, prune, updateForcing } from "./forcingMap.js"
 import {
   compliance,
@@ -73,6 +75,15 @@ const finish = (session: Session, info: Option.Option<InFlightInfo>, end: "resol
     return false
   })
 
+/** The run's error when its exclusive session was lost. */
+const sessionLost = (ownership: SessionOwnership.Service, error: PendingStoreError) =>
+  new SessionLost({
+    session: ownership.session,
+    epoch: ownership.epoch,
+    reason: error.reason ?? "fenced",
+    detail: error.detail
+  })
+
 /** The session's `run` (see `TurnDriver.Service`). */
 export const run = (session: Session) =>
 <Tools extends Record<string, Tool.Any> = {}, E = never, R = never>(
@@ -85,6 +96,10 @@ export const run = (session: Session) =>
 > =>
   Effect.gen(function*() {
     const { bus, carry, counters, history, queue, transcript, turnCount } = session
+    const ownershipGuard = Option.match(session.pending.ownership, {
+      onNone: () => Effect.void,
+      onSome: (ownership) => Effect.mapError(ownership.guard, (error) => sessionLost(ownership, error))
+    })
     const config = yield* ResolveConfig
     const capabilitiesNow = capabilitiesOf(session.refused, config)
     const effectiveNow = effectiveConfig(session.refused, config)
@@ -171,6 +186,8 @@ export const run = (session: Session) =>
 
           let response: LanguageModel.GenerateTextResponse<any> | undefined
           while (response === undefined) {
+            // An exclusive session sends nothing once it lost the session (a paused process finds out here).
+            yield* ownershipGuard
             const requested = yield* Effect.exit(restore(send(steeringPrompt(steering), decided.choice)))
             if (Exit.isSuccess(requested)) {
               response = requested.value
@@ -309,6 +326,13 @@ export const run = (session: Session) =>
     }
     return yield* new MaxTurnsExceeded({ maxTurns, pending: yield* queue.inspect })
   }).pipe(
+    (running) =>
+      Option.match(session.pending.ownership, {
+        onNone: () => running,
+        // Nothing more happens once the session is lost: the run is interrupted at once.
+        onSome: (ownership) =>
+          Effect.raceFirst(running, Effect.mapError(ownership.lost, (error) => sessionLost(ownership, error)))
+      }),
     session.lock.withPermits(1),
     Effect.withSpan("TurnDriver.run", { attributes: { session: session.id } })
   ) as any

@@ -80,7 +80,10 @@ export const makeSession = (
       bus,
       pending,
       runtime,
-      store: pending.durable ? Option.getOrUndefined(yield* Effect.serviceOption(PendingStore)) : undefined,
+      // The store the pending set writes through (fenced, for an exclusive session), else the one in context.
+      store: pending.durable ?
+        Option.getOrUndefined(pending.store) ?? Option.getOrUndefined(yield* Effect.serviceOption(PendingStore)) :
+        undefined,
       history: yield* Ref.make(
         options.system === undefined ? Prompt.empty : Prompt.make([{ role: "system", content: options.system }])
       ),

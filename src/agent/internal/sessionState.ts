@@ -13,7 +13,7 @@ import * as Either from "effect/Either"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
-import type { PendingStoreError } from "../../domain/Errors.js"
+import { isOwnershipLost, type PendingStoreError } from "../../domain/Errors.js"
 import { SteeringMessage } from "../../domain/SteeringMessage.js"
 import { directiveLabel } from "../../services/Preview.js"
 import { pickUp } from "./decisions.js"
@@ -193,12 +193,13 @@ export const persist = (session: Session): Effect.Effect<void> => {
       (rows) => store.saveConversation(id, { state: json, from: 0, messages: rows, previous: Option.none() })
     )
     // Another process may have saved the session since (a shared session with no single owner): then the rows
-    // before `from` may be its own, and the conversation is written whole (the last save wins, as a whole).
+    // before `from` may be its own, and the conversation is written whole (the last save wins, as a whole). Never
+    // when the session was lost to a newer owner (an exclusive session): its save is refused, and so is any other.
     yield* from === 0 || before.state === undefined ? whole : Effect.flatMap(
       encode(from),
       (rows) =>
         store.saveConversation(id, { state: json, from, messages: rows, previous: Option.some(before.state!) }).pipe(
-          Effect.catchAll(() => whole)
+          Effect.catchAll((error) => isOwnershipLost(error) ? Effect.fail(error) : whole)
         )
     )
     yield* Ref.set(saved, { messages, state: json })

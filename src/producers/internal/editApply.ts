@@ -19,10 +19,11 @@ import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import type * as Scope from "effect/Scope"
 import * as NFS from "node:fs/promises"
-import { ToolError } from "../../domain/Errors.js"
+import { type PendingStoreError, ToolError } from "../../domain/Errors.js"
 import type * as ToolResult from "../../domain/ToolResult.js"
 import { messageOf } from "../../internal/render.js"
 import * as Preview from "../../services/Preview.js"
+import { SessionOwnership } from "../../services/SessionOwnership.js"
 import { EditFileLocked, EditWriteFailed } from "../EditErrors.js"
 import type { EditFile, EditPayload } from "../EditKind.js"
 import { Workspace, type WorkspaceConfig } from "../EditWorkspace.js"
@@ -162,6 +163,10 @@ export const writeAll = (
       })
       const root = yield* rootChange(place)
       if (root !== undefined) return yield* new PlaceChanged({ entry: root })
+      // An exclusive session writes only while it still owns the session (one read, under the file locks, right
+      // before the first rename): a runner paused past its lease and woken after another took over writes nothing.
+      const ownership = yield* Effect.serviceOption(SessionOwnership)
+      if (Option.isSome(ownership)) yield* ownership.value.check
       // The renames. Each path is verified right before its own rename (Node has no renameat; what is left is a swap
       // in the moment between that check and the rename).
       yield* eachFile((i): Effect.Effect<void, PlatformError | PlaceChanged> => {
@@ -174,7 +179,7 @@ export const writeAll = (
             }))
       })
     })
-    const rollback = (cause: Cause.Cause<PlatformError | PlaceChanged>) =>
+    const rollback = (cause: Cause.Cause<PlatformError | PlaceChanged | PendingStoreError>) =>
       Effect.gen(function*() {
         const restored: Array<string> = []
         const notRestored: Array<string> = []

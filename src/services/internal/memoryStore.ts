@@ -7,11 +7,14 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import { isTerminal, type PendingEvent, type PendingRecord, type PendingStatus } from "../../domain/PendingRecord.js"
 import {
+  checkAcquire,
   checkConversationSave,
   checkPrevious,
   checkSessionLogEntry,
   duplicateId,
+  fencedOut,
   invalidInput,
+  leaseLapsed,
   PendingStore
 } from "../PendingStore.js"
 import { deepFreeze, makeMemoryInboxState, memoryInbox } from "./memoryInbox.js"
@@ -26,6 +29,7 @@ import {
   checkSettle,
   checkTransition,
   eventCursor,
+  fencedWrites,
   payloadJson,
   recordCursor
 } from "./pendingStore.js"
@@ -52,6 +56,8 @@ export const makeMemory = (): PendingStore.Service => {
   const sessionLogs = new Map<string, Array<PendingStore.SessionLogEntry>>()
   /** Runtime instances and the ends of their leases. */
   const instances = new Map<string, number>()
+  /** Per session, its current owner (0.4: fencing). */
+  const owners = new Map<string, PendingStore.Owner>()
   let seq = 0
   const inboxState = makeMemoryInboxState()
 
@@ -268,6 +274,7 @@ export const makeMemory = (): PendingStore.Service => {
       const problem = checkHeartbeat(input)
       if (problem !== undefined) return Effect.fail(invalidInput("heartbeat", problem))
       for (const [instance, until] of instances) if (until <= input.now) instances.delete(instance)
+      if (input.renew === true && !instances.has(input.instance)) return Effect.fail(leaseLapsed(input.instance))
       instances.set(input.instance, input.leaseUntil)
       for (const id of resolving) {
         const record = records.get(id)!
@@ -278,8 +285,20 @@ export const makeMemory = (): PendingStore.Service => {
 
   const inbox = memoryInbox(inboxState, { records, seqs, bySession, openBySession })
 
-  return PendingStore.of({
+  const acquire = (input: PendingStore.AcquireInput) =>
+    Effect.suspend(() => {
+      const problem = checkAcquire(input)
+      if (problem !== undefined) return Effect.fail(invalidInput("acquire", problem))
+      const epoch = (owners.get(input.session)?.epoch ?? 0) + 1
+      owners.set(input.session, Object.freeze({ epoch, owner: input.owner, at: input.now }))
+      return Effect.succeed(epoch)
+    })
+
+  const store: PendingStore.Service = PendingStore.of({
     ...inbox,
+    acquire,
+    owner: (session) => Effect.sync(() => Option.fromNullable(owners.get(session))),
+    fenced: (fence) => fencedMemory(store, fence, () => owners.get(fence.session)?.epoch),
     insert,
     get: (id) => Effect.sync(() => Option.fromNullable(records.get(id))),
     list: (session) => Effect.sync(() => sorted(bySession.get(session))),
@@ -353,4 +372,24 @@ export const makeMemory = (): PendingStore.Service => {
         return Effect.succeed(last === undefined ? log.slice() : log.slice(-last))
       })
   })
+  return store
+}
+
+/**
+ * The memory store fenced: each write runs only while `fence.epoch` is the session's latest. The check and the
+ * write run in one synchronous step of this process (the memory store's writes are synchronous).
+ */
+const fencedMemory = (
+  store: PendingStore.Service,
+  fence: PendingStore.Fence,
+  current: () => number | undefined
+): PendingStore.Service => {
+  const fenced: Record<string, unknown> = { ...store }
+  for (const name of fencedWrites) {
+    const write = store[name] as (...args: ReadonlyArray<unknown>) => Effect.Effect<unknown, unknown>
+    fenced[name] = (...args: ReadonlyArray<unknown>) =>
+      Effect.suspend(() => current() === fence.epoch ? write(...args) : Effect.fail(fencedOut(name, fence)))
+  }
+  fenced.fenced = (other: PendingStore.Fence) => store.fenced(other)
+  return fenced as unknown as PendingStore.Service
 }

@@ -20,6 +20,7 @@ import { isTerminal, type PendingStatus } from "../../domain/PendingRecord.js"
 import type * as ActionKind from "../ActionKind.js"
 import type { PendingActionInfo } from "../PendingActions.js"
 import { invalidInput, type PendingStore } from "../PendingStore.js"
+import type { SessionOwnership } from "../SessionOwnership.js"
 import type { SteeringBus } from "../SteeringBus.js"
 import type { ToolChoiceQueue } from "../ToolChoiceQueue.js"
 import type * as Invocation from "./invocation.js"
@@ -124,6 +125,8 @@ export interface State extends Setup {
   stagedTotal: number
   /** Settles since the pruning fiber was last woken (see `retention`). */
   settledSincePrune: number
+  /** An exclusive session's ownership, provided to every apply (set once, when the session opens). */
+  ownership: SessionOwnership.Service | undefined
   /**
    * Durable writes owed by synchronous blocks: an expiry noticed while looking for the most recent action, written
    * by the next `payOwed`. Always empty in memory.
@@ -151,6 +154,7 @@ export const make = (setup: Setup): State => ({
   pruneWanted: setup.pruneWanted,
   hub: setup.hub,
   listeners: 0,
+  ownership: undefined,
   entries: new Map(),
   stack: [],
   compactAt: minCompactAt,

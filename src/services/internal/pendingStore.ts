@@ -135,6 +135,21 @@ export const checkHeartbeat = (
   return undefined
 }
 
+/** The writes a fenced store checks (`PendingStore.Service.fenced`): every write a session makes for itself. */
+export const fencedWrites = [
+  "insert",
+  "claim",
+  "settle",
+  "transition",
+  "prune",
+  "heartbeat",
+  "release",
+  "saveSession",
+  "saveConversation",
+  "logSession",
+  "completeDecision"
+] as const
+
 /** The most items one page holds. */
 export const maxPageLimit = 1_000
 

@@ -26,6 +26,7 @@ import * as ToolResult from "../../domain/ToolResult.js"
 import { capText, messageOf, safely } from "../../internal/render.js"
 import type { Fallback } from "../PendingActions.js"
 import type { PendingStore } from "../PendingStore.js"
+import { SessionOwnership } from "../SessionOwnership.js"
 import { judge } from "./instanceLease.js"
 import * as Invocation from "./invocation.js"
 import {
@@ -111,9 +112,13 @@ const runClaimed = (
   const run = Invocation.attempt(runner.callbacks, invocation)
   // Providing the staging context merges it into the caller's (about 3.5 µs, bench/); the usual caller (the same
   // fiber or runtime stages and resolves) already runs with that very context.
-  const provided = fiber.getFiberRef(FiberRef.currentContext) === runner.context ?
+  const inContext = fiber.getFiberRef(FiberRef.currentContext) === runner.context ?
     run as Effect.Effect<ToolResult.ToolResult | Option.Option<ToolResult.ToolResult>, unknown> :
     Effect.provide(run, runner.context)
+  // An exclusive session's apply can ask whether it still owns the session (the edit producer does, before it writes).
+  const provided = s.ownership === undefined
+    ? inContext
+    : Effect.provideService(inContext, SessionOwnership, s.ownership)
   const done = invocation.action === "apply" ? "applied" : "discarded"
   return Invocation.withCommitMarker(fiber, restore(provided), {
     onSuccess: (value) => {

@@ -6,6 +6,7 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { Decision } from "../../domain/Decision.js"
@@ -150,7 +151,12 @@ export const openSet: ReadonlySet<PendingStatus> = new Set(openStatuses)
  * open index when only open statuses are asked for), else one per status asked for, else the open records of every
  * session; so its cost follows the page, not the table.
  */
-export const makeInbox = (sql: SqlClient.SqlClient, { read, run, write }: Helpers): InboxMethods => {
+export const makeInbox = (
+  sql: SqlClient.SqlClient,
+  { read, run, write }: Helpers,
+  /** A fenced store's condition (`AND EXISTS ...`), for the one inbox write a session makes: `completeDecision`. */
+  owns: Statement.Fragment = sql.literal("")
+): InboxMethods => {
   const recordCols = sql.literal(recordColumns)
   const joinedCols = sql.literal(`p.seq, ${joinedRecordColumns}, p.snoozed_until, ${joinedDecisionColumns}`)
   const open = sql.literal(openCondition)
@@ -384,7 +390,7 @@ export const makeInbox = (sql: SqlClient.SqlClient, { read, run, write }: Helper
         if (problem !== undefined) return Effect.fail(invalidInput("completeDecision", problem))
         const statement = sql<{ readonly id: string }>`UPDATE effect_resolve_decisions
           SET state = ${input.state}, outcome = ${input.outcome}, settled_at = ${input.now}, settled_by = ${input.by}
-          WHERE id = ${input.id} AND state = 'requested' RETURNING id`
+          WHERE id = ${input.id} AND state = 'requested' ${owns} RETURNING id`
         return Effect.map(write("completeDecision", statement.withoutTransform), (rows) => rows.length > 0)
       }),
     feedHead: Effect.map(

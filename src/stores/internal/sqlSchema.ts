@@ -281,6 +281,19 @@ export const conversationSchema = (types: { readonly int: string }): ReadonlyArr
 )`
 ]
 
+/**
+ * 0.4: the owner of each session (fencing): its latest epoch, the runtime instance that acquired it, and when. A
+ * fenced store's writes check the epoch here in their own statement.
+ */
+export const fencingSchema = (types: { readonly int: string }): ReadonlyArray<string> => [
+  `CREATE TABLE effect_resolve_owners (
+  session TEXT PRIMARY KEY,
+  epoch ${types.int} NOT NULL,
+  owner TEXT NOT NULL,
+  at ${types.int} NOT NULL
+)`
+]
+
 export const runStatements = (
   statements: { readonly pg: ReadonlyArray<string>; readonly sqlite: ReadonlyArray<string> }
 ) =>
@@ -313,6 +326,10 @@ export const migrations: Migrator.Loader = Migrator.fromRecord({
   "5_conversation": runStatements({
     pg: conversationSchema({ int: "integer" }),
     sqlite: conversationSchema({ int: "INTEGER" })
+  }),
+  "6_fencing": runStatements({
+    pg: fencingSchema({ int: "bigint" }),
+    sqlite: fencingSchema({ int: "INTEGER" })
   })
 })
 
