@@ -17,3 +17,5 @@ export * as SessionEntity from "./cluster/SessionEntity.js"
 export { type Decision, SessionClient, SessionUnreachable } from "./cluster/SessionClient.js"
 /** @since 0.3.0 */
 export * as SessionCluster from "./cluster/SessionCluster.js"
+/** @since 0.4.0 */
+export { SteeringJournal } from "./cluster/SteeringJournal.js"

@@ -172,6 +172,29 @@ export interface SessionOptions {
   readonly system?: string | undefined
   /** The session's id (`driver.id`, the `session` attribute of its spans); default a fresh `session-<n>`. */
   readonly sessionId?: string | undefined
+  /**
+   * Steering messages recorded durably outside the session's saves (a cluster's `SteeringJournal`), each with an id
+   * in `details.steerId`. A durable session queues again, when it opens, every one its saved conversation and saved
+   * steering do not hold, and reports the ids each saved turn carried (`delivered`). See `DurableSteering`.
+   */
+  readonly steering?: DurableSteering | undefined
+}
+
+/**
+ * Steering messages that are durable before the session's next save (0.4): the messages a durable session must still
+ * deliver after a restart, and where it reports those a saved turn delivered. The request that carries a message with
+ * an id (`details.steerId`) holds the id in its user message's options (`{ "effect-resolve": { steerId } }`, which no
+ * provider reads), so the saved conversation is the truth; `delivered` only keeps the undelivered set small (a lost
+ * report is made good when the session opens next).
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface DurableSteering {
+  /** The recorded messages not yet reported delivered, oldest first; each with `details.steerId`. */
+  readonly undelivered: Effect.Effect<ReadonlyArray<SteeringMessage>, PendingStoreError>
+  /** A saved turn (or the saved conversation the session opened with) carried these ids. */
+  readonly delivered: (ids: ReadonlyArray<string>) => Effect.Effect<void, PendingStoreError>
 }
 
 /**

@@ -106,12 +106,16 @@ export declare namespace SessionClient {
       prompt: string,
       options?: { readonly runId?: string | undefined }
     ) => Effect.Effect<RunReply, RunError | SessionUnreachable>
-    /** Steers a user message into the session's next model request. */
+    /**
+     * Steers a user message into the session's next model request, once. Answers only once the message is recorded
+     * in the cluster's store: if the session's runner dies before that request, the runner that takes the session
+     * over sends it. `steerId` (default: a fresh one) is its identity: sent again, it is recorded and sent once.
+     */
     readonly steer: (
       session: string,
       text: string,
       options?: { readonly steerId?: string | undefined }
-    ) => Effect.Effect<void, SessionUnreachable>
+    ) => Effect.Effect<void, PendingStoreError | SessionUnreachable>
     /**
      * A person's decision on one pending action of the session, applied exactly once. Not persisted: it is sent
      * again until answered (a runner that died under it, a session that moved), and a decision that already took

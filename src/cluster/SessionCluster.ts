@@ -32,18 +32,24 @@
  */
 import * as RunnerAddress from "@effect/cluster/RunnerAddress"
 import type { Sharding } from "@effect/cluster/Sharding"
-import type * as ShardingConfig from "@effect/cluster/ShardingConfig"
+import * as ShardingConfig from "@effect/cluster/ShardingConfig"
 import * as SingleRunner from "@effect/cluster/SingleRunner"
 import * as NodeClusterHttp from "@effect/platform-node/NodeClusterHttp"
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
-import type * as SqlClient from "@effect/sql/SqlClient"
+import * as SqlClient from "@effect/sql/SqlClient"
+import type { SqlError } from "@effect/sql/SqlError"
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import type { PendingStore } from "../services/PendingStore.js"
 import type { SessionAgent } from "./SessionAgent.js"
 import { SessionClient } from "./SessionClient.js"
 import * as SessionEntity from "./SessionEntity.js"
+import { SteeringJournal } from "./SteeringJournal.js"
 
 /**
  * A node of the cluster could not start: its configuration, its listening address, or its database.
@@ -59,6 +65,13 @@ export class ClusterStartFailed extends Schema.TaggedError<ClusterStartFailed>("
    * @since 0.3.0
    */
   override get message(): string {
+    const inUse = addressInUse(this.cause)
+    if (inUse !== undefined) {
+      return `The cluster ${this.node} could not start: address in use (EADDRINUSE): ${inUse} is taken by another ` +
+        "process, so this runner cannot listen on it. Stop that process, or give this runner a free port: " +
+        "SessionCluster.layerRunner's `runner.port` option (`listen.port` when it listens on another address than " +
+        "the one the other nodes reach), or the setting or environment variable your app maps to it."
+    }
     const detail = typeof this.cause === "object" && this.cause !== null && "message" in this.cause ?
       String(this.cause.message) :
       String(this.cause)
@@ -67,6 +80,162 @@ export class ClusterStartFailed extends Schema.TaggedError<ClusterStartFailed>("
       `PORT or SHARDS_PER_GROUP are read too; the layer's options win).`
   }
 }
+
+/**
+ * The address (`host:port`) of a listen that failed because another process holds it (Node's `EADDRINUSE`), found in
+ * a start failure's causes (`@effect/platform`'s `SocketServerError` or `ServeError` wraps Node's error).
+ */
+const addressInUse = (cause: unknown): string | undefined => {
+  const seen = new Set<unknown>()
+  let current = cause
+  while (typeof current === "object" && current !== null && !seen.has(current)) {
+    seen.add(current)
+    if (Cause.isCause(current)) {
+      current = Cause.squash(current)
+      continue
+    }
+    const error = current as { readonly code?: unknown; readonly address?: unknown; readonly port?: unknown }
+    if (error.code === "EADDRINUSE") {
+      return typeof error.address === "string" ? `${error.address}:${String(error.port)}` : String(error.port)
+    }
+    current = (current as { readonly cause?: unknown }).cause
+  }
+  return undefined
+}
+
+/**
+ * A node was started with other shards than the cluster whose database it joins: another `shardsPerGroup`, or other
+ * shard groups (`availableShardGroups`). Its sessions would hash to other shards than the other nodes', and the
+ * messages of the shards it cannot see would never be processed, so it refuses to start. The cluster's values are
+ * recorded in the table `effect_resolve_cluster_config` by the first node that starts on the database.
+ *
+ * @since 0.4.0
+ * @category errors
+ */
+export class ClusterConfigMismatch
+  extends Schema.TaggedError<ClusterConfigMismatch>("effect-resolve/ClusterConfigMismatch")("ClusterConfigMismatch", {
+    /** The node that refused to start (`runner host:port`, `client`, `single runner`). */
+    node: Schema.String,
+    /** This node's `shardsPerGroup`. */
+    shardsPerGroup: Schema.Number,
+    /** This node's shard groups (sorted). */
+    shardGroups: Schema.Array(Schema.String),
+    /** The cluster's `shardsPerGroup`, as recorded. */
+    clusterShardsPerGroup: Schema.Number,
+    /** The cluster's shard groups, as recorded. */
+    clusterShardGroups: Schema.Array(Schema.String),
+    /** The node that recorded them, and when (epoch milliseconds). */
+    recordedBy: Schema.String,
+    recordedAt: Schema.Number
+  })
+{
+  /**
+   * @since 0.4.0
+   */
+  override get message(): string {
+    const differences: Array<string> = []
+    if (this.shardsPerGroup !== this.clusterShardsPerGroup) {
+      differences.push(
+        `shardsPerGroup ${this.shardsPerGroup}, but the cluster runs with shardsPerGroup ${this.clusterShardsPerGroup}`
+      )
+    }
+    if (JSON.stringify(this.shardGroups) !== JSON.stringify(this.clusterShardGroups)) {
+      differences.push(
+        `shard groups ${JSON.stringify(this.shardGroups)}, but the cluster has ${
+          JSON.stringify(this.clusterShardGroups)
+        }`
+      )
+    }
+    return `The cluster ${this.node} refuses to start: it was given ${differences.join("; and ")} (recorded in the ` +
+      `database by the ${this.recordedBy} that first started the cluster, at ${
+        new Date(this.recordedAt).toISOString()
+      }). Its sessions would be placed on other shards than the other nodes', and the messages of shards it cannot ` +
+      `see would never be processed. Start it with the cluster's values: the layer's option sharding: { ` +
+      `shardsPerGroup: ${this.clusterShardsPerGroup}, availableShardGroups: ${
+        JSON.stringify(this.clusterShardGroups)
+      } } (or the environment variables SHARDS_PER_GROUP and AVAILABLE_SHARD_GROUPS, which the options override). ` +
+      `To change the cluster's values instead, stop every node, let no message be in flight, and delete the row ` +
+      `of effect_resolve_cluster_config.`
+  }
+}
+
+/** The cluster's shard values as this node uses them: its `shardsPerGroup` and its sorted, distinct shard groups. */
+const shardsOf = (config: ShardingConfig.ShardingConfig["Type"]) => ({
+  shardsPerGroup: config.shardsPerGroup,
+  shardGroups: [...new Set(config.availableShardGroups)].sort()
+})
+
+/**
+ * Records the cluster's shard values in the database if no node did yet (table `effect_resolve_cluster_config`,
+ * created here), and fails with `ClusterConfigMismatch` when the recorded ones differ from this node's.
+ */
+const checkShards = (
+  node: string,
+  config: ShardingConfig.ShardingConfig["Type"]
+): Effect.Effect<void, ClusterConfigMismatch | SqlError, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const sql = yield* SqlClient.SqlClient
+    const { shardGroups, shardsPerGroup } = shardsOf(config)
+    yield* sql.onDialectOrElse({
+      pg: () =>
+        sql`CREATE TABLE IF NOT EXISTS effect_resolve_cluster_config (
+          name text PRIMARY KEY,
+          shards_per_group integer NOT NULL,
+          shard_groups text NOT NULL,
+          recorded_by text NOT NULL,
+          recorded_at bigint NOT NULL
+        )`,
+      orElse: () =>
+        sql`CREATE TABLE IF NOT EXISTS effect_resolve_cluster_config (
+          name TEXT PRIMARY KEY,
+          shards_per_group INTEGER NOT NULL,
+          shard_groups TEXT NOT NULL,
+          recorded_by TEXT NOT NULL,
+          recorded_at INTEGER NOT NULL
+        )`
+    }).pipe(Effect.retry({ times: 3, schedule: Schedule.spaced("50 millis") }))
+    const now = yield* Clock.currentTimeMillis
+    yield* sql`INSERT INTO effect_resolve_cluster_config (name, shards_per_group, shard_groups, recorded_by, recorded_at)
+      VALUES ('sharding', ${shardsPerGroup}, ${JSON.stringify(shardGroups)}, ${node}, ${now})
+      ON CONFLICT (name) DO NOTHING`
+    const [row] = yield* sql<{
+      readonly shards_per_group: unknown
+      readonly shard_groups: string
+      readonly recorded_by: string
+      readonly recorded_at: unknown
+    }>`SELECT shards_per_group, shard_groups, recorded_by, recorded_at FROM effect_resolve_cluster_config
+      WHERE name = 'sharding'`
+    if (row === undefined) return
+    const clusterShardsPerGroup = Number(row.shards_per_group)
+    const clusterShardGroups = JSON.parse(row.shard_groups) as ReadonlyArray<string>
+    if (
+      clusterShardsPerGroup !== shardsPerGroup || JSON.stringify(clusterShardGroups) !== JSON.stringify(shardGroups)
+    ) {
+      return yield* new ClusterConfigMismatch({
+        node,
+        shardsPerGroup,
+        shardGroups,
+        clusterShardsPerGroup,
+        clusterShardGroups,
+        recordedBy: String(row.recorded_by),
+        recordedAt: Number(row.recorded_at)
+      })
+    }
+  })
+
+/**
+ * The `ShardingConfig` a node runs with, as `@effect/cluster` reads it (the environment, then the layer's options,
+ * which win), once its shard values are checked against the cluster's (`checkShards`).
+ */
+const checkedConfig = (
+  node: string,
+  options: Partial<ShardingConfig.ShardingConfig["Type"]>
+): Effect.Effect<ShardingConfig.ShardingConfig["Type"], unknown, SqlClient.SqlClient> =>
+  Effect.gen(function*() {
+    const config = { ...(yield* ShardingConfig.configFromEnv), ...options }
+    yield* checkShards(node, config)
+    return config
+  })
 
 /**
  * A host and a port.
@@ -116,19 +285,23 @@ export interface RunnerOptions extends CommonOptions {
 }
 
 const transportLayer = (
+  node: string,
   options: CommonOptions,
   config: Partial<ShardingConfig.ShardingConfig["Type"]>,
   clientOnly: boolean
 ): Layer.Layer<Sharding, unknown, SqlClient.SqlClient> => {
   const transport = options.transport ?? "socket"
-  const shardingConfig = { ...failoverDefaults, ...options.sharding, ...config }
-  return (transport === "socket" ?
-    NodeClusterSocket.layer({ storage: "sql", clientOnly, shardingConfig }) :
-    NodeClusterHttp.layer({ transport, storage: "sql", clientOnly, shardingConfig })) as Layer.Layer<
-      Sharding,
-      unknown,
-      SqlClient.SqlClient
-    >
+  return Layer.unwrapEffect(Effect.map(
+    checkedConfig(node, { ...failoverDefaults, ...options.sharding, ...config }),
+    (shardingConfig) =>
+      (transport === "socket" ?
+        NodeClusterSocket.layer({ storage: "sql", clientOnly, shardingConfig }) :
+        NodeClusterHttp.layer({ transport, storage: "sql", clientOnly, shardingConfig })) as Layer.Layer<
+          Sharding,
+          unknown,
+          SqlClient.SqlClient
+        >
+  ))
 }
 
 /**
@@ -144,11 +317,18 @@ const transportLayer = (
  */
 export const failoverDefaults: Partial<ShardingConfig.ShardingConfig["Type"]> = { shardLockDisableAdvisory: true }
 
-const failedAs = (node: string) => (cause: unknown) => new ClusterStartFailed({ node, cause })
+const failedAs = (node: string) => (cause: unknown): ClusterStartFailed | ClusterConfigMismatch =>
+  cause instanceof ClusterConfigMismatch ? cause : new ClusterStartFailed({ node, cause })
+
+/** The steering journal of the cluster's sessions, on its `SqlClient` (its table created if missing). */
+const journalLayer = SteeringJournal.layerSql
 
 /**
  * A runner on Postgres: runs the sessions of the shards it holds, and messages any session. Needs the `SqlClient`
- * and the `PendingStore` on the same database (`PostgresStore.layerClient`), and the app's `SessionAgent`.
+ * and the `PendingStore` on the same database (`PostgresStore.layerClient`), and the app's `SessionAgent`. Fails with
+ * `ClusterConfigMismatch` when the cluster on this database runs with other shards (`shardsPerGroup`, shard groups),
+ * and with `ClusterStartFailed` when it cannot listen (its message says "address in use" when another process holds
+ * the address) or reach the database.
  *
  * @since 0.3.0
  * @category layers
@@ -157,25 +337,29 @@ export const layerRunner = (
   options: RunnerOptions
 ): Layer.Layer<
   SessionClient | Sharding,
-  ClusterStartFailed,
+  ClusterStartFailed | ClusterConfigMismatch,
   SqlClient.SqlClient | PendingStore | SessionAgent
-> =>
-  Layer.merge(SessionEntity.layer(options.entity), SessionClient.layer).pipe(
-    Layer.provideMerge(transportLayer(options, {
+> => {
+  const node = `runner ${options.runner.host}:${options.runner.port}`
+  return Layer.merge(SessionEntity.layer(options.entity), SessionClient.layer).pipe(
+    Layer.provide(journalLayer),
+    Layer.provideMerge(transportLayer(node, options, {
       runnerAddress: Option.some(RunnerAddress.make(options.runner.host, options.runner.port)),
       runnerListenAddress: Option.map(
         Option.fromNullable(options.listen),
         (listen) => RunnerAddress.make(listen.host, listen.port)
       )
     }, false)),
-    Layer.mapError(failedAs(`runner ${options.runner.host}:${options.runner.port}`))
+    Layer.mapError(failedAs(node))
   )
+}
 
 /**
  * One process, no cluster to run (`SingleRunner`): every session runs here, with durable messages in the database of
  * the `SqlClient`. On a SQLite file: `LibsqlClient.layer({ url: "file:app.db", intMode: "bigint" })` (the cluster's
  * message storage reads its 64-bit ids as `bigint`), with `SqlPendingStore.layer` on the same client. Only one
- * process may run it on a database at a time (the others wait for its shard locks).
+ * process may run it on a database at a time (the others wait for its shard locks). Fails with
+ * `ClusterConfigMismatch` when the database's cluster ran with other shards (its stored messages would be stranded).
  *
  * @since 0.3.0
  * @category layers
@@ -185,28 +369,35 @@ export const layerSingle = (
     readonly sharding?: Partial<ShardingConfig.ShardingConfig["Type"]> | undefined
     readonly entity?: SessionEntity.Options | undefined
   } = {}
-): Layer.Layer<SessionClient | Sharding, ClusterStartFailed, SqlClient.SqlClient | PendingStore | SessionAgent> =>
+): Layer.Layer<
+  SessionClient | Sharding,
+  ClusterStartFailed | ClusterConfigMismatch,
+  SqlClient.SqlClient | PendingStore | SessionAgent
+> =>
   Layer.merge(SessionEntity.layer(options.entity), SessionClient.layer).pipe(
+    Layer.provide(journalLayer),
     Layer.provideMerge(
-      SingleRunner.layer({
-        runnerStorage: "sql",
-        shardingConfig: { ...failoverDefaults, ...options.sharding }
-      })
+      Layer.unwrapEffect(Effect.map(
+        checkedConfig("single runner", { ...failoverDefaults, ...options.sharding }),
+        (shardingConfig) => SingleRunner.layer({ runnerStorage: "sql", shardingConfig })
+      ))
     ),
     Layer.mapError(failedAs("single runner"))
   )
 
 /**
  * A node that only sends messages to sessions (an app, an approval inbox): it runs none. Needs a `SqlClient` on the
- * cluster's database, and the cluster's transport.
+ * cluster's database, and the cluster's transport. Fails with `ClusterConfigMismatch` when the cluster runs with
+ * other shards than this node's (it would send messages to shards no runner serves); the first node to start on a
+ * database, client or runner, records the cluster's values.
  *
  * @since 0.3.0
  * @category layers
  */
 export const layerClient = (
   options: CommonOptions = {}
-): Layer.Layer<SessionClient | Sharding, ClusterStartFailed, SqlClient.SqlClient> =>
+): Layer.Layer<SessionClient | Sharding, ClusterStartFailed | ClusterConfigMismatch, SqlClient.SqlClient> =>
   SessionClient.layer.pipe(
-    Layer.provideMerge(transportLayer(options, {}, true)),
+    Layer.provideMerge(transportLayer("client", options, {}, true)),
     Layer.mapError(failedAs("client"))
   )

@@ -43,8 +43,9 @@ import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Scope from "effect/Scope"
-import { TurnDriver } from "../agent/TurnDriver.js"
+import { type DurableSteering, TurnDriver } from "../agent/TurnDriver.js"
 import { isOwnershipLost, type PendingStoreError } from "../domain/Errors.js"
+import type { SteeringMessage } from "../domain/SteeringMessage.js"
 import * as ToolResult from "../domain/ToolResult.js"
 import * as ResolveRuntime from "../layers/ResolveRuntime.js"
 import { localVerdict } from "../services/internal/runtimeInstance.js"
@@ -56,6 +57,7 @@ import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
 import { decodeResolveParams, resolve } from "../tools/Resolve.js"
 import { SessionAgent } from "./SessionAgent.js"
 import { type DecisionKind, type DecisionReply, Session, type SessionAction } from "./SessionProtocol.js"
+import { SteeringJournal } from "./SteeringJournal.js"
 
 /**
  * Options of the entity on a runner.
@@ -228,6 +230,33 @@ export const previousOwnerDone = (
     return Option.some(last.owner)
   })
 
+/**
+ * The id under which a person's decision note on `actionId` is recorded (one note per action: it is decided once).
+ *
+ * @since 0.4.0
+ * @category constructors
+ */
+export const decisionSteerId = (actionId: string): string => `decision:${actionId}`
+
+/**
+ * The session's durable steering for its turn driver, on the journal: what it recorded and has not delivered (each
+ * message carrying its id), and where delivered ids are marked.
+ *
+ * @since 0.4.0
+ * @category constructors
+ */
+export const durableSteering = (journal: SteeringJournal.Service, session: string): DurableSteering => ({
+  undelivered: Effect.map(journal.undelivered(session), (entries) =>
+    entries.map(({ id, message }) => ({
+      ...message,
+      details: {
+        ...(typeof message.details === "object" && message.details !== null ? message.details : {}),
+        steerId: id
+      }
+    }))),
+  delivered: (ids) => journal.markDelivered(session, ids)
+})
+
 const targetOf = (decision: DecisionKind) => decision === "discard" ? "discarded" : "applied"
 
 /** A session opened on this runner: its services, and what its handlers need. */
@@ -258,6 +287,7 @@ export const make = (options: Options = {}) =>
     const address = yield* Entity.CurrentAddress
     const session: string = address.entityId
     const agent = yield* SessionAgent
+    const journal = yield* SteeringJournal
     const baseStore = yield* PendingStore
     const scope = yield* Scope.Scope
     const store = withOwnerLog(baseStore, session, { saves: options.logSaves === true })
@@ -295,9 +325,10 @@ export const make = (options: Options = {}) =>
       ...Option.match(agent.retention, { onNone: () => ({}), onSome: (retention) => ({ retention }) })
     }).pipe(Layer.provideMerge(Layer.succeed(PendingStore, store)))
     const sessionLayer = Layer.provideMerge(
-      TurnDriver.layerWithoutDependencies(
-        Option.match(system, { onNone: () => ({}), onSome: (text) => ({ system: text }) })
-      ),
+      TurnDriver.layerWithoutDependencies({
+        ...Option.match(system, { onNone: () => ({}), onSome: (text) => ({ system: text }) }),
+        steering: durableSteering(journal, session)
+      }),
       durable
     ) as Layer.Layer<TurnDriver | ResolveRuntime.Services | PendingStore, PendingStoreError>
     // Forked now, before the entity's RPC server exists: the entity's scope closes it after the server stopped the
@@ -395,6 +426,29 @@ export const make = (options: Options = {}) =>
       return { text: result.text, turns: result.turns.length, resumed, open: yield* openActions(s) }
     })
 
+    /**
+     * Records a steering message in the journal under `steerId` (durable before this returns), then queues it for the
+     * session's next request; one recorded before (the same steer delivered again) is queued or delivered already.
+     */
+    const steerDurably = Effect.fn("SessionEntity.steer")(function*(
+      s: Opened,
+      steerId: string,
+      input: { readonly customType: string; readonly content: string; readonly details?: object | undefined }
+    ) {
+      const details = { ...input.details, steerId }
+      const message: SteeringMessage = {
+        customType: input.customType,
+        content: input.content,
+        details,
+        display: false,
+        attribution: "agent",
+        timestamp: yield* Clock.currentTimeMillis
+      }
+      if (yield* journal.record(session, steerId, message)) {
+        yield* s.bus.steer({ customType: input.customType, content: input.content, details })
+      }
+    })
+
     const decide = Effect.fn("SessionEntity.decide")(function*(s: Opened, payload: {
       readonly id: string
       readonly decision: DecisionKind
@@ -416,6 +470,19 @@ export const make = (options: Options = {}) =>
         // model or another person. Its recorded outcome is the answer.
         if (error._tag === "PendingActionNotPending" && error.status === target) {
           const info = yield* s.pending.get(payload.id)
+          // A decision whose runner died after it took effect, before its note was recorded: the note is recorded
+          // and sent now. (Also when the model or another path made the same decision first: then the model is told
+          // that this person decided so too.) A note recorded before is queued or delivered already.
+          if (!(yield* journal.has(session, decisionSteerId(payload.id)))) {
+            yield* steerDurably(s, decisionSteerId(payload.id), {
+              customType: decisionType,
+              content: decisionText(payload, {
+                id: payload.id,
+                label: Option.getOrElse(Option.map(info, (i) => i.label), () => payload.id)
+              }),
+              details: { actionId: payload.id, by: payload.by, decision: payload.decision }
+            })
+          }
           return {
             id: payload.id,
             status: target,
@@ -427,7 +494,9 @@ export const make = (options: Options = {}) =>
       }
       const details = result.right.details as { readonly label?: unknown } | undefined
       const label = typeof details?.label === "string" ? details.label : payload.id
-      yield* s.bus.steer({
+      // Durable before the decision is answered: the runner that takes the session over tells the model if this one
+      // dies first.
+      yield* steerDurably(s, decisionSteerId(payload.id), {
         customType: decisionType,
         content: decisionText(payload, { id: payload.id, label }),
         details: { actionId: payload.id, by: payload.by, decision: payload.decision }
@@ -443,12 +512,7 @@ export const make = (options: Options = {}) =>
     return Session.of({
       Run: ({ payload }) => withSession((s) => runs.withPermits(1)(run(s, payload)).pipe(Effect.provide(s.context))),
       Steer: ({ payload }) =>
-        withSession((s) =>
-          s.bus.steer({ customType: steerType, content: payload.text, details: { steerId: payload.steerId } })
-        ).pipe(
-          Effect.asVoid,
-          Effect.orDie
-        ),
+        withSession((s) => steerDurably(s, payload.steerId, { customType: steerType, content: payload.text })),
       Decide: ({ payload }) => withSession((s) => decide(s, payload).pipe(Effect.provide(s.context))),
       List: ({ payload }) =>
         withSession((s) =>
@@ -468,7 +532,9 @@ export const make = (options: Options = {}) =>
  * @since 0.3.0
  * @category layers
  */
-export const layer = (options: Options = {}): Layer.Layer<never, never, Sharding | SessionAgent | PendingStore> =>
+export const layer = (
+  options: Options = {}
+): Layer.Layer<never, never, Sharding | SessionAgent | PendingStore | SteeringJournal> =>
   Session.toLayer(make(options), {
     concurrency: "unbounded",
     ...(options.maxIdleTime === undefined ? {} : { maxIdleTime: options.maxIdleTime })

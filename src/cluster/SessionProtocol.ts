@@ -204,14 +204,17 @@ export const Run = Rpc.make("Run", {
 
 /**
  * Steers a user message into the session: it is sent with the next model request (of the run in progress, or of the
- * next run).
+ * next run), once. Answered only once the message is recorded in the cluster's `SteeringJournal` (since 0.4): a
+ * runner that dies before that request is sent, the runner taking the session over sends it. Fails with
+ * `PendingStoreError` when the journal cannot record it (send it again with the same `steerId`).
  *
  * @since 0.3.0
  * @category rpcs
  */
 export const Steer = Rpc.make("Steer", {
   payload: { steerId: Schema.String, text: Schema.String },
-  primaryKey: ({ steerId }) => steerId
+  primaryKey: ({ steerId }) => steerId,
+  error: PendingStoreError
 }).annotate(ClusterSchema.Persisted, true)
 
 /**

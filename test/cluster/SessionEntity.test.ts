@@ -15,7 +15,14 @@ import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
 import { ScriptedModel } from "../../src/ai.js"
-import { SessionAgent, SessionClient, SessionCluster, SessionEntity, SessionProtocol } from "../../src/cluster.js"
+import {
+  SessionAgent,
+  SessionClient,
+  SessionCluster,
+  SessionEntity,
+  SessionProtocol,
+  SteeringJournal
+} from "../../src/cluster.js"
 import { ActionKind, PendingActions, PendingStore, PendingStoreError, stageKind, ToolResult } from "../../src/index.js"
 import { SqlPendingStore } from "../../src/sqlite.js"
 
@@ -55,7 +62,10 @@ const setup = (steps: ReadonlyArray<Step>) => {
     Layer.provide(notes.handlers),
     Layer.provideMerge(model)
   )
-  return { notes, layer: Layer.mergeAll(agent, PendingStore.layerMemory, ShardingConfig.layer()) }
+  return {
+    notes,
+    layer: Layer.mergeAll(agent, PendingStore.layerMemory, SteeringJournal.layerMemory, ShardingConfig.layer())
+  }
 }
 
 /** A fresh activation of the entity (a "runner"): its client, and the scope that stops it. */
@@ -244,6 +254,74 @@ describe("Session entity", () => {
       assert.deepStrictEqual(request!.userTexts, ["Format the file.", "Use tabs, not spaces."])
       yield* runner.stop
     }).pipe(Effect.provide(layer))
+  })
+})
+
+describe("Session entity: steering and decision notes are durable at once", () => {
+  it.live("a steer and a decision note sent just before the runner stops reach the next owner's next request, once", () => {
+    const { layer, notes } = setup([
+      ScriptedModel.toolCall("note", { line: "e" }),
+      ScriptedModel.hang, // the runner stops while the model is answering: nothing is saved after the steers
+      "Done.",
+      "Nothing else."
+    ])
+    const steer = "Use tabs, not spaces."
+    const count = (texts: ReadonlyArray<string>, text: string) => texts.filter((t) => t === text).length
+    return Effect.gen(function*() {
+      const first = yield* activate
+      const session = yield* first.client("s7")
+      const running = yield* Effect.fork(session.Run({ runId: "run-8", prompt: "Note e." }))
+      yield* requestsReach(2)
+      const [action] = (yield* session.List({})).items
+      // Each answers once the message is recorded; the same steer sent again (the cluster redelivers a persisted
+      // message whose reply was lost) is the same message.
+      yield* session.Steer({ steerId: "st-7", text: steer })
+      yield* session.Steer({ steerId: "st-7", text: steer })
+      const decided = yield* session.Decide({ id: action!.id, decision: "apply", reason: "Reviewed.", by: "alice" })
+      assert.isFalse(decided.settledBefore)
+      const note = SessionEntity.decisionText({ by: "alice", decision: "apply", reason: "Reviewed." }, action!)
+      yield* first.stop // the runner dies: its steering bus is gone, and no turn was saved since
+      assert.isTrue(Exit.isInterrupted(yield* Fiber.await(running)))
+
+      const second = yield* activate
+      const again = yield* second.client("s7")
+      // The cluster delivers the steer again on the new runner (its reply was never stored): not queued twice.
+      yield* again.Steer({ steerId: "st-7", text: steer })
+      // The person's client sends the decision again (it was never answered): already so, the note not doubled.
+      const redecided = yield* again.Decide({ id: action!.id, decision: "apply", reason: "Reviewed.", by: "alice" })
+      assert.isTrue(redecided.settledBefore)
+      const reply = yield* again.Run({ runId: "run-8", prompt: "Note e." })
+      assert.strictEqual(reply.text, "Done.")
+      const requests = yield* ScriptedModel.requests
+      const next = requests[2]!.userTexts
+      assert.strictEqual(count(next, steer), 1, `the steer in the new owner's first request: ${JSON.stringify(next)}`)
+      assert.strictEqual(count(next, note), 1, `the decision note in it: ${JSON.stringify(next)}`)
+      // Delivered once: the next run's request holds each once (in the history), not again as steering.
+      yield* again.Run({ runId: "run-9", prompt: "Anything else?" })
+      const last = (yield* ScriptedModel.requests)[3]!.userTexts
+      assert.deepStrictEqual([count(last, steer), count(last, note)], [1, 1])
+      assert.deepStrictEqual(notes.applied, ["e"])
+      // The journal has nothing left to deliver.
+      assert.deepStrictEqual(yield* Effect.flatMap(SteeringJournal, (journal) => journal.undelivered("s7")), [])
+      yield* second.stop
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.live("a steer the journal cannot record fails, typed, and is not sent", () => {
+    const { layer } = setup(["Will do."])
+    const failing = Layer.succeed(SteeringJournal, {
+      ...SteeringJournal.makeMemory(),
+      record: () => Effect.fail(new PendingStoreError({ operation: "SteeringJournal.record", detail: "down" }))
+    })
+    return Effect.gen(function*() {
+      const runner = yield* activate
+      const session = yield* runner.client("s8")
+      const error = yield* Effect.flip(session.Steer({ steerId: "st-8", text: "Lost?" }))
+      assert.strictEqual(error._tag, "PendingStoreError")
+      yield* session.Run({ runId: "run-10", prompt: "Go." })
+      assert.deepStrictEqual((yield* ScriptedModel.requests)[0]!.userTexts, ["Go."])
+      yield* runner.stop
+    }).pipe(Effect.provide(Layer.merge(layer, failing)))
   })
 })
 

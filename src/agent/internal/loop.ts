@@ -41,14 +41,15 @@ import { recoverResponse } from "./permissive.js"
 import { capabilitiesOf, effectiveConfig, learnRefusal, type ProbedLevel, probeWeaker } from "./refusals.js"
 import type { Session } from "./session.js"
 import { markShown, persist, refresh } from "./sessionState.js"
+import { steeringUserMessage, uniqueSteers } from "./steerIds.js"
 import { runCalls, runTools } from "./toolCalls.js"
 
-const userMessage = (text: string): Prompt.Message =>
-  Prompt.makeMessage("user", { content: [Prompt.makePart("text", { text })] })
-
-/** What a turn sends after the history: its steering messages, each as a user message. */
+/**
+ * What a turn sends after the history: its steering messages, each as a user message (one with an id carries it, so
+ * that the saved conversation says it was delivered).
+ */
 const steeringPrompt = (steering: ReadonlyArray<SteeringMessage>): Prompt.Prompt =>
-  Prompt.fromMessages(steering.map((m) => userMessage(m.content)))
+  Prompt.fromMessages(steering.map(steeringUserMessage))
 
 /** The ids of the previews this session can resolve now, oldest first (what one reminder for a batch names). */
 const pendingNow = (session: Session) =>
@@ -139,7 +140,7 @@ export const run = (session: Session) =>
           let infoNow = yield* queue.inFlight
           let steering = [
             ...(yield* mergeReminders(
-              [...(yield* Ref.getAndSet(carry, [])), ...(yield* bus.drain)],
+              uniqueSteers([...(yield* Ref.getAndSet(carry, [])), ...(yield* bus.drain)]),
               pendingNow(session)
             )),
             ...(decided.resteer ? [reminderMessage] : [])

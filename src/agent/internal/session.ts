@@ -19,7 +19,7 @@ import { StandingResolveHandler } from "../../services/StandingResolveHandler.js
 import { SteeringBus } from "../../services/SteeringBus.js"
 import { ToolChoiceQueue } from "../../services/ToolChoiceQueue.js"
 import * as ResolveMetrics from "../ResolveMetrics.js"
-import type { SessionOptions, TurnRecord } from "../TurnDriver.js"
+import type { DurableSteering, SessionOptions, TurnRecord } from "../TurnDriver.js"
 import type { ForcingMap } from "./forcingMap.js"
 import type { PolicyContext } from "./forcingPolicy.js"
 import { type RefusalContext, type Refused, refusedNothing } from "./refusals.js"
@@ -53,6 +53,8 @@ export interface Session extends PolicyContext, RefusalContext, ToolCallContext 
   readonly saved: Ref.Ref<{ readonly messages: ReadonlyArray<Prompt.Message>; readonly state: string | undefined }>
   /** One run at a time per session: a run owns the queue's in-flight slot for each of its turns. */
   readonly lock: Effect.Semaphore
+  /** Durable: steering recorded outside the saves, queued again on restore and reported once saved. */
+  readonly durableSteering: DurableSteering | undefined
 }
 
 let sessions = 0
@@ -98,6 +100,7 @@ export const makeSession = (
       saved: yield* Ref.make<{ readonly messages: ReadonlyArray<Prompt.Message>; readonly state: string | undefined }>(
         { messages: [], state: undefined }
       ),
-      lock: yield* Effect.makeSemaphore(1)
+      lock: yield* Effect.makeSemaphore(1),
+      durableSteering: pending.durable ? options.steering : undefined
     }
   })

@@ -19,6 +19,7 @@ import { directiveLabel } from "../../services/Preview.js"
 import { pickUp } from "./decisions.js"
 import { type Forcing, noForcing } from "./forcingMap.js"
 import type { Session } from "./session.js"
+import { steerIdOf, steerIdsIn, uniqueSteers } from "./steerIds.js"
 
 /**
  * What a durable session stores after every turn, to continue after a restart exactly where it stopped: the
@@ -155,7 +156,33 @@ export const restore = (session: Session): Effect.Effect<void, PendingStoreError
         }))
       ])
     }
+    // Steering recorded durably (a cluster's steer or decision note) that no saved turn carried: queued again, once
+    // (not when the saved steering holds it already); those the saved conversation carried are reported delivered.
+    const durable = session.durableSteering
+    if (durable !== undefined) {
+      const recorded = yield* durable.undelivered
+      if (recorded.length > 0) {
+        const carried = steerIdsIn((yield* Ref.get(history)).content)
+        const queued = new Set((yield* Ref.get(carry)).map(steerIdOf))
+        const again = recorded.filter((m) => !carried.has(steerIdOf(m)!) && !queued.has(steerIdOf(m)))
+        const done = recorded.flatMap((m) => carried.has(steerIdOf(m)!) ? [steerIdOf(m)!] : [])
+        if (done.length > 0) yield* reportDelivered(session, done)
+        if (again.length > 0) yield* Ref.update(carry, (messages) => [...messages, ...uniqueSteers(again)])
+      }
+    }
   })
+
+/** Reports steering ids a saved turn carried; a failure is logged (the saved conversation stays the truth). */
+const reportDelivered = (session: Session, ids: ReadonlyArray<string>): Effect.Effect<void> =>
+  session.durableSteering === undefined ? Effect.void : session.durableSteering.delivered(ids).pipe(
+    Effect.catchAllCause((cause) =>
+      Effect.logWarning(
+        `effect-resolve: could not mark the steering of session ${session.id} delivered; it is checked against the ` +
+          "saved conversation when the session opens next",
+        cause
+      )
+    )
+  )
 
 /** Saves the session for a restart (durable sessions only); a failed save is logged, never fails the run. */
 export const persist = (session: Session): Effect.Effect<void> => {
@@ -203,6 +230,11 @@ export const persist = (session: Session): Effect.Effect<void> => {
         )
     )
     yield* Ref.set(saved, { messages, state: json })
+    // The steering this save holds as delivered (its messages carry their ids).
+    if (session.durableSteering !== undefined) {
+      const carried = steerIdsIn(messages.slice(from))
+      if (carried.size > 0) yield* reportDelivered(session, [...carried])
+    }
   }).pipe(
     Effect.catchAllCause((cause) =>
       Effect.logError(`effect-resolve: could not save session ${id}; a restart resumes from an earlier turn`, cause)
