@@ -54,8 +54,27 @@ const makeNotes = () => {
 
 type Step = ScriptedModel.ScriptedStep
 
+/**
+ * A store whose saves of a session's state can be stopped (`dead`): a runner that dies (SIGKILL) saves nothing more,
+ * where an activation stopped in-process would still save its interrupted turn, steering included.
+ */
+const killable = (dead: { value: boolean }) =>
+  Layer.effect(
+    PendingStore,
+    Effect.map(PendingStore, (store) => {
+      const refuse = Effect.fail(new PendingStoreError({ operation: "saveConversation", detail: "the runner died" }))
+      const wrap = (s: PendingStore.Service): PendingStore.Service => ({
+        ...s,
+        saveConversation: (id, save) => dead.value ? refuse : s.saveConversation(id, save),
+        saveSession: (id, state) => dead.value ? refuse : s.saveSession(id, state),
+        fenced: (fence) => wrap(s.fenced(fence))
+      })
+      return wrap(store)
+    })
+  ).pipe(Layer.provide(PendingStore.layerMemory))
+
 /** The agent, the shared store and the model's recorder, for a scripted list of answers. */
-const setup = (steps: ReadonlyArray<Step>) => {
+const setup = (steps: ReadonlyArray<Step>, dead: { value: boolean } = { value: false }) => {
   const notes = makeNotes()
   const model = ScriptedModel.layer(steps)
   const agent = SessionAgent.layer({ toolkit: notes.Tools, kinds: [notes.Note], system: "You take notes." }).pipe(
@@ -64,7 +83,7 @@ const setup = (steps: ReadonlyArray<Step>) => {
   )
   return {
     notes,
-    layer: Layer.mergeAll(agent, PendingStore.layerMemory, SteeringJournal.layerMemory, ShardingConfig.layer())
+    layer: Layer.mergeAll(agent, killable(dead), SteeringJournal.layerMemory, ShardingConfig.layer())
   }
 }
 
@@ -259,12 +278,13 @@ describe("Session entity", () => {
 
 describe("Session entity: steering and decision notes are durable at once", () => {
   it.live("a steer and a decision note sent just before the runner stops reach the next owner's next request, once", () => {
+    const dead = { value: false }
     const { layer, notes } = setup([
       ScriptedModel.toolCall("note", { line: "e" }),
-      ScriptedModel.hang, // the runner stops while the model is answering: nothing is saved after the steers
+      ScriptedModel.hang, // the runner dies while the model is answering: nothing is saved after the steers
       "Done.",
       "Nothing else."
-    ])
+    ], dead)
     const steer = "Use tabs, not spaces."
     const count = (texts: ReadonlyArray<string>, text: string) => texts.filter((t) => t === text).length
     return Effect.gen(function*() {
@@ -280,22 +300,25 @@ describe("Session entity: steering and decision notes are durable at once", () =
       const decided = yield* session.Decide({ id: action!.id, decision: "apply", reason: "Reviewed.", by: "alice" })
       assert.isFalse(decided.settledBefore)
       const note = SessionEntity.decisionText({ by: "alice", decision: "apply", reason: "Reviewed." }, action!)
-      yield* first.stop // the runner dies: its steering bus is gone, and no turn was saved since
+      dead.value = true
+      yield* first.stop // the runner dies: its steering bus is gone, and it saves nothing more
+      dead.value = false
       assert.isTrue(Exit.isInterrupted(yield* Fiber.await(running)))
 
       const second = yield* activate
       const again = yield* second.client("s7")
-      // The cluster delivers the steer again on the new runner (its reply was never stored): not queued twice.
-      yield* again.Steer({ steerId: "st-7", text: steer })
-      // The person's client sends the decision again (it was never answered): already so, the note not doubled.
-      const redecided = yield* again.Decide({ id: action!.id, decision: "apply", reason: "Reviewed.", by: "alice" })
-      assert.isTrue(redecided.settledBefore)
+      // The cluster delivers the run again to the new owner: its first request carries the steer and the note.
       const reply = yield* again.Run({ runId: "run-8", prompt: "Note e." })
       assert.strictEqual(reply.text, "Done.")
       const requests = yield* ScriptedModel.requests
       const next = requests[2]!.userTexts
       assert.strictEqual(count(next, steer), 1, `the steer in the new owner's first request: ${JSON.stringify(next)}`)
       assert.strictEqual(count(next, note), 1, `the decision note in it: ${JSON.stringify(next)}`)
+      // The cluster delivers the steer again (its reply was never stored), the person's client the decision (it was
+      // never answered): neither is sent to the model again.
+      yield* again.Steer({ steerId: "st-7", text: steer })
+      const redecided = yield* again.Decide({ id: action!.id, decision: "apply", reason: "Reviewed.", by: "alice" })
+      assert.isTrue(redecided.settledBefore)
       // Delivered once: the next run's request holds each once (in the history), not again as steering.
       yield* again.Run({ runId: "run-9", prompt: "Anything else?" })
       const last = (yield* ScriptedModel.requests)[3]!.userTexts
