@@ -10,8 +10,10 @@
  *   itself (a provider option no provider reads), saved with each turn: a runner that receives the run again after
  *   another died continues it without adding the prompt twice, and replies at once if it had already finished.
  * - `Decide`: `resolve` by id, as a person; it runs alongside a run (the claim is exactly-once), and the model is
- *   told with its next request.
- * - `Steer`, `List`, `Get`: the steering bus and the pending set of the session.
+ *   told with its next request (the note is recorded in the `SteeringJournal` before the decision is answered).
+ * - `Steer`: recorded in the `SteeringJournal` before it is answered, then queued for the next request; a session
+ *   that opens (after its runner died) queues again every recorded message its saved conversation does not hold.
+ * - `List`, `Get`: the pending set of the session.
  *
  * One owner at a time, even when the cluster errs: the session's runtime instance logs in the store when it opens
  * and closes the session (`PendingStore.logSession`; with `logSaves`, every save too), and a runner opens a session
