@@ -136,9 +136,9 @@ describe("a node that does not fit its cluster refuses to start (SQLite file, th
     60_000
   )
 
-  it.live(
-    "a runner whose port another process holds says address in use, with the address and the option",
-    () =>
+  it.live.each(["socket", "http"] as const)(
+    "a runner (%s) whose port another process holds says address in use, with the address and the option",
+    (transport) =>
       withFile((file) =>
         Effect.gen(function*() {
           const taken = yield* Effect.acquireRelease(
@@ -149,10 +149,11 @@ describe("a node that does not fit its cluster refuses to start (SQLite file, th
             (server) => Effect.async<void>((resume) => void server.close(() => resume(Effect.void)))
           )
           const port = (taken.address() as net.AddressInfo).port
-          const runner = SessionCluster.layerRunner({ runner: { host: "127.0.0.1", port }, sharding: quick }).pipe(
-            Layer.provide(Agent),
-            Layer.provide(sqlite(file))
-          )
+          const runner = SessionCluster.layerRunner({ runner: { host: "127.0.0.1", port }, sharding: quick, transport })
+            .pipe(
+              Layer.provide(Agent),
+              Layer.provide(sqlite(file))
+            )
           const attempt = yield* start(runner)
           yield* Scope.close(attempt.scope, Exit.void)
           const error = failureOf(attempt.exit)
