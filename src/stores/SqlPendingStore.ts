@@ -33,7 +33,9 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
 import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
 import type { PendingRecord } from "../domain/PendingRecord.js"
 import {
   badCursor,
@@ -49,6 +51,7 @@ import {
   payloadJson,
   recordCursor
 } from "../services/internal/pendingStore.js"
+import { signalling } from "../services/internal/storeSignals.js"
 import {
   checkAcquire,
   checkConversationSave,
@@ -76,7 +79,7 @@ import {
   toRecord,
   writeFailed
 } from "./internal/sqlRows.js"
-import { migrate, openCondition, settledCondition } from "./internal/sqlSchema.js"
+import { changesChannel, migrate, openCondition, settledCondition } from "./internal/sqlSchema.js"
 
 export { migrate, migrations, migrationsTable } from "./internal/sqlSchema.js"
 
@@ -92,7 +95,17 @@ export { migrate, migrations, migrationsTable } from "./internal/sqlSchema.js"
  */
 export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClient> = Effect.map(
   SqlClient.SqlClient,
-  (sql) => build(sql, undefined)
+  (sql) => {
+    const listen = (sql as unknown as { readonly listen?: (channel: string) => Stream.Stream<string, SqlError> }).listen
+    if (sql.onDialectOrElse({ pg: () => true, orElse: () => false }) && typeof listen === "function") {
+      // Postgres: every statement that adds to the feed notifies when it commits (migration 7_notify).
+      const changed = Stream.mapError(Stream.as(listen.call(sql, changesChannel), undefined), readFailed("changed"))
+      return build(sql, undefined, changed)
+    }
+    // SQLite: this store's own writes signal (another process on the file signals nothing here).
+    const changes = Effect.runSync(PubSub.sliding<void>(1))
+    return signalling(build(sql, undefined, Stream.fromPubSub(changes)), changes)
+  }
 )
 
 /**
@@ -101,7 +114,11 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
  * waits for a write that found the old epoch, and a write waits for an `acquire` under way and then sees the new
  * epoch). A write that changed nothing reads the owner to tell a refusal from a lost race.
  */
-const build = (sql: SqlClient.SqlClient, fence: PendingStore.Fence | undefined): PendingStore.Service => {
+const build = (
+  sql: SqlClient.SqlClient,
+  fence: PendingStore.Fence | undefined,
+  changed: Stream.Stream<void, PendingStoreError>
+): PendingStore.Service => {
   {
     const retryBusy: <A>(self: Effect.Effect<A, SqlError>) => Effect.Effect<A, SqlError> = sql.onDialectOrElse({
       sqlite: () => (self) =>
@@ -497,7 +514,8 @@ const build = (sql: SqlClient.SqlClient, fence: PendingStore.Fence | undefined):
               at: seqOf(row.at)
             }))
         ),
-      fenced: (other) => build(sql, other),
+      fenced: (other) => build(sql, other, changed),
+      changed,
       insert,
       get: (id) => {
         const statement = sql<RecordRow>`SELECT ${columns} FROM effect_resolve_pending WHERE id = ${id}`
