@@ -74,6 +74,7 @@ import {
   writeFailed
 } from "./internal/sqlRows.js"
 import { migrate, openCondition, settledCondition } from "./internal/sqlSchema.js"
+import { escapingClient, readText, Verbatim } from "./internal/sqlText.js"
 
 export { migrate, migrations, migrationsTable } from "./internal/sqlSchema.js"
 
@@ -89,7 +90,9 @@ export { migrate, migrations, migrationsTable } from "./internal/sqlSchema.js"
  */
 export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClient> = Effect.map(
   SqlClient.SqlClient,
-  (sql) => {
+  (client) => {
+    // Every string bound is escaped losslessly (NUL, lone surrogates), every text column read is decoded: see sqlText.
+    const sql = escapingClient(client)
     const retryBusy: <A>(self: Effect.Effect<A, SqlError>) => Effect.Effect<A, SqlError> = sql.onDialectOrElse({
       sqlite: () => (self) =>
         Effect.retry(self, {
@@ -196,12 +199,15 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
           ),
           ([row]) => {
             if (row === undefined || toRecord(row).status !== "unreadable") return Effect.succeed(false)
-            if (input.owner !== undefined && row.owner !== Option.getOrNull(input.owner)) return Effect.succeed(false)
+            if (input.owner !== undefined && readText(row.owner) !== Option.getOrNull(input.owner)) {
+              return Effect.succeed(false)
+            }
             return Effect.map(
               write(
                 "transition",
                 sql<{ readonly id: string }>`UPDATE effect_resolve_pending ${set}
-                  WHERE id = ${input.id} AND status = ${row.status as string} AND payload = ${row.payload as string}
+                  WHERE id = ${input.id} AND status = ${new Verbatim(row.status)}
+                    AND payload = ${new Verbatim(row.payload)}
                     AND (status <> 'resolving' OR lease_until <= ${input.now})
                   RETURNING id`.withoutTransform
               ),
@@ -364,7 +370,7 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
           "loadConversation",
           sql<{ readonly state: string }>`SELECT state FROM effect_resolve_sessions
             WHERE session = ${session}`.withoutTransform,
-          (row) => row.state
+          (row) => readText(row.state) as string
         )
         const state = states[0]
         if (state === undefined) return Option.none<PendingStore.Conversation>()
@@ -372,7 +378,7 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
           "loadConversation",
           sql<{ readonly message: string }>`SELECT message FROM effect_resolve_conversation
             WHERE session = ${session} ORDER BY seq`.withoutTransform,
-          (row) => row.message
+          (row) => readText(row.message) as string
         )
         return Option.some({ state, messages })
       })
@@ -431,7 +437,8 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
               const found = new Map<string, number>()
               for (const row of rows) {
                 const until = seqOf(row.lease_until)
-                if (typeof row.id === "string" && Number.isSafeInteger(until)) found.set(row.id, until)
+                const id = readText(row.id)
+                if (typeof id === "string" && Number.isSafeInteger(until)) found.set(id, until)
               }
               return found
             }
@@ -441,7 +448,7 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
         const statement = sql<{ readonly state: string }>`SELECT state FROM effect_resolve_sessions
           WHERE session = ${session}`
         return Effect.map(
-          read("loadSession", statement.withoutTransform, (row) => row.state),
+          read("loadSession", statement.withoutTransform, (row) => readText(row.state) as string),
           (states) => Option.fromNullable(states[0])
         )
       },
@@ -471,9 +478,9 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
           run("sessionLog", statement.withoutTransform),
           (rows) => {
             const entries = rows.map((row): PendingStore.SessionLogEntry => ({
-              session: String(row.session),
-              owner: String(row.owner),
-              event: row.event as PendingStore.SessionLogEntry["event"],
+              session: String(readText(row.session)),
+              owner: String(readText(row.owner)),
+              event: readText(row.event) as PendingStore.SessionLogEntry["event"],
               at: seqOf(row.at)
             }))
             return last === undefined ? entries : entries.reverse()
