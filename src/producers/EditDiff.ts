@@ -577,6 +577,18 @@ export const unifiedDiff = (
   context = 3
 ): UnifiedDiff => {
   const items = itemsOf(oldText, edited, context)
+  // When the changed lines end differently (CRLF and LF), a carriage return ending one of them is shown too: a line
+  // whose only change is its line ending must not look unchanged.
+  let crlf = false
+  let lf = false
+  for (const item of items) {
+    if (item._tag === "Equal") continue
+    for (const line of item.lines) {
+      if (line.endsWith("\r\n")) crlf = true
+      else if (line.endsWith("\n")) lf = true
+    }
+  }
+  const showLineEndCR = crlf && lf
   // Pieces of the output, each ending with a line break; a hunk's header is filled in when the hunk closes.
   const out: Array<string> = [`--- ${quoteFileName(oldName)}\n`, `+++ ${quoteFileName(newName)}\n`]
   const bidiLines: Array<BidiLine> = []
@@ -588,15 +600,21 @@ export const unifiedDiff = (
   let oldStart = 0
   let newStart = 0
   /**
-   * The lines, each shown with its invisible characters as `<U+XXXX>` (a carriage return ending a line stays), and
-   * noted in `controlLines` under its number on `side`, counted from `first`.
+   * The lines, each shown with its invisible characters as `<U+XXXX>` (a carriage return ending a line stays, but
+   * for `showLineEndCR` on a changed line), and noted in `controlLines` under its number on `side`, counted from
+   * `first`.
    */
   const emit = (prefix: string, lines: ReadonlyArray<string>, side: "old" | "new", first: number) => {
+    const endCR = showLineEndCR && prefix !== " "
     for (let l = 0; l < lines.length; l++) {
       const line = lines[l]!
-      const controls = invisibleIn(line)
+      let controls = invisibleIn(line)
+      let shown = controls.length > 0 ? showInvisible(line) : line
+      if (endCR && shown.endsWith("\r\n")) {
+        shown = `${shown.slice(0, -2)}<U+000D>\n`
+        if (!controls.includes("U+000D")) controls = [...controls, "U+000D"]
+      }
       if (controls.length > 0) controlLines.push({ line: first + l, side, controls })
-      const shown = controls.length > 0 ? showInvisible(line) : line
       out.push(shown.endsWith("\n") ? prefix + shown : `${prefix}${shown}\n${noNewline}\n`)
     }
   }

@@ -236,10 +236,14 @@ describe("EditDiff", () => {
       { line: 1, side: "new", controls: ["U+0000", "U+0001"] },
       { line: 3, side: "new", controls: ["U+202E", "U+000D"] }
     ])
-    // A CRLF file's line ends stay as they are.
+    // A CRLF file's line ends stay as they are; unless a changed line's ending changes: then it must not look the same.
     const crlf = "one\r\ntwo\r\n"
     const edited = run({ text: crlf, edits: [{ oldText: "two", newText: "2" }] })
     deepStrictEqual(EditDiff.unifiedDiff("a/f", "b/f", crlf, edited).controlLines, [])
+    const toLf = run({ text: crlf, edits: [{ oldText: "two\r\n", newText: "two\n" }] })
+    const endings = EditDiff.unifiedDiff("a/f", "b/f", crlf, toLf)
+    strictEqual(endings.patch, "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n one\r\n-two<U+000D>\n+two")
+    deepStrictEqual(endings.controlLines, [{ line: 2, side: "old", controls: ["U+000D"] }])
   })
 
   it("flags the added lines that hold bidirectional controls, with their new line numbers", () => {
