@@ -19,9 +19,6 @@ const invisibleOne =
 export const codePointOf = (char: string): string =>
   `U+${char.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}`
 
-/** Whether `text` holds a character `showInvisible` replaces. */
-export const hasInvisible = (text: string): boolean => invisibleOne.test(text)
-
 /** `text` with each invisible character shown as `<U+XXXX>`; text without any is returned as it is. */
 export const showInvisible = (text: string): string =>
   invisibleOne.test(text) ? text.replace(invisibleGlobal, (char) => `<${codePointOf(char)}>`) : text
