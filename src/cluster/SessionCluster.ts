@@ -2,11 +2,12 @@
  * The deployments of sessions on `@effect/cluster`, each a layer on a `SqlClient` and a `PendingStore` (the same
  * database holds the cluster's messages and runners, and the pending sets and conversations):
  *
- * - `layerRunner`: a runner of a cluster on Postgres (`SqlMessageStorage`, `SqlRunnerStorage` with advisory shard
- *   locks), talking to the other runners over sockets (`NodeClusterSocket`) or HTTP (`NodeClusterHttp`). Each
- *   session runs on exactly one runner at a time; when a runner dies, its shards (and sessions) move to the others
- *   once the cluster sees it gone (`ShardingConfig`: its heartbeat expires after `shardLockExpiration`, or the health
- *   check fails to ping it), and come back when it returns.
+ * - `layerRunner`: a runner of a cluster on Postgres (`SqlMessageStorage`, `SqlRunnerStorage` with shard locks as
+ *   expiring rows: `failoverDefaults`), talking to the other runners over sockets (`NodeClusterSocket`) or HTTP
+ *   (`NodeClusterHttp`). Each session runs on exactly one runner at a time, fenced by its owner epoch; when a runner
+ *   dies or stops answering (paused, hung), its shards (and sessions) move to the others once the cluster sees it gone
+ *   (`ShardingConfig`: its shard locks expire `shardLockExpiration` after its last refresh, or the health check fails
+ *   to ping it), and come back when it returns.
  * - `layerSingle`: one process, no cluster to run (`SingleRunner`), on any SQL database the store runs on (a
  *   SQLite file): the same entity and client, durable messages included.
  * - `layerClient`: a node that only sends messages (an app, an approval inbox): no sessions run here.

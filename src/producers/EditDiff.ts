@@ -14,6 +14,7 @@
  * @since 0.2.0
  */
 import { diffArrays } from "diff"
+import { invisibleIn, showInvisible } from "../internal/visibleText.js"
 
 // -----------------------------------------------------------------------------------------------------------------
 // replacements that track their positions
@@ -205,7 +206,23 @@ export interface BidiLine {
 }
 
 /**
- * A unified diff and the added lines that hold a Unicode bidirectional control character.
+ * A line of a diff that holds characters a screen does not show as themselves (control characters, a lone carriage
+ * return, bidirectional controls, line separators: see `showInvisible`), which the patch shows as `<U+XXXX>`: its
+ * line number (1-based) in the new file (`side: "new"`, for added and context lines) or in the old one (`"old"`, for
+ * removed lines), and those characters' code points (`U+0000`, ...), each once.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface ControlLine {
+  readonly line: number
+  readonly side: "old" | "new"
+  readonly controls: ReadonlyArray<string>
+}
+
+/**
+ * A unified diff, the added lines that hold a Unicode bidirectional control character, and every shown line that
+ * holds an invisible character (`controlLines`, in the order of the diff).
  *
  * @since 0.2.0
  * @category models
@@ -213,6 +230,8 @@ export interface BidiLine {
 export interface UnifiedDiff {
   readonly patch: string
   readonly bidiLines: ReadonlyArray<BidiLine>
+  /** @since 0.4.0 */
+  readonly controlLines: ReadonlyArray<ControlLine>
 }
 
 /**
@@ -238,7 +257,7 @@ export const bidiControlsIn = (text: string): ReadonlyArray<string> => [
   )
 ]
 
-const needsQuoting = /[\u0000-\u001f\u007f"\\\u202A-\u202E\u2066-\u2069]/
+const needsQuoting = /[\u0000-\u001f\u007f-\u009f"\\\u061c\u200e\u200f\u2028\u2029\u202A-\u202E\u2066-\u2069]/
 
 const escapes: Record<string, string> = {
   "\u0007": "\\a",
@@ -253,9 +272,10 @@ const escapes: Record<string, string> = {
 }
 
 /**
- * A file name as a diff header shows it: as is, or, when it holds a control character, a quote, a backslash or a
- * bidirectional control, C-quoted like git does, with those characters escaped (octal UTF-8 bytes for the ones
- * without a short escape). Other non-ASCII characters stay text (git's `core.quotePath=false`).
+ * A file name as a diff header shows it: as is, or, when it holds a control character (C0, DEL, C1), a quote, a
+ * backslash, a bidirectional control or mark, or a line or paragraph separator, C-quoted like git does, with those
+ * characters escaped (octal UTF-8 bytes for the ones without a short escape). Other non-ASCII characters stay text
+ * (git's `core.quotePath=false`). `unquoteFileName` reads it back.
  *
  * @since 0.2.0
  * @category utils
@@ -271,6 +291,47 @@ export const quoteFileName = (name: string): string => {
     }
   }
   return `${out}"`
+}
+
+const unescapes: Record<string, number> = { a: 7, b: 8, t: 9, n: 10, v: 11, f: 12, r: 13, "\"": 34, "\\": 92 }
+
+/**
+ * The name a diff header shows (`a/src/x.ts`, or C-quoted as git and `quoteFileName` write it:
+ * `"a/q\"uote\342\200\256.txt"`), as the name itself. A header that is not a well-formed quoted name is returned
+ * as it is; octal escapes are UTF-8 bytes (an invalid sequence reads as U+FFFD).
+ *
+ * @since 0.4.0
+ * @category utils
+ */
+export const unquoteFileName = (header: string): string => {
+  if (header.length < 2 || !header.startsWith("\"") || !header.endsWith("\"")) return header
+  const bytes: Array<number> = []
+  const encoder = new TextEncoder()
+  const body = header.slice(1, -1)
+  for (let i = 0; i < body.length; i++) {
+    const char = body[i]!
+    if (char === "\"") return header
+    if (char !== "\\") {
+      const code = body.codePointAt(i)!
+      const whole = String.fromCodePoint(code)
+      bytes.push(...encoder.encode(whole))
+      i += whole.length - 1
+      continue
+    }
+    const next = body[i + 1]
+    if (next === undefined) return header
+    const octal = /^[0-3][0-7]{2}/.exec(body.slice(i + 1, i + 4))
+    if (octal !== null) {
+      bytes.push(Number.parseInt(octal[0], 8))
+      i += 3
+    } else if (unescapes[next] !== undefined) {
+      bytes.push(unescapes[next])
+      i += 1
+    } else {
+      return header
+    }
+  }
+  return new TextDecoder().decode(new Uint8Array(bytes))
 }
 
 /** A run of unchanged lines: a range of the old text at line boundaries, or lines found inside a block. */
@@ -496,8 +557,11 @@ const noNewline = "\\ No newline at end of file"
  * A unified diff of `oldText` → its edited text, from the regions (and their new texts) `replaceTracked` gave, in the
  * `diff` library's format
  * (`createTwoFilesPatch` with `FILE_HEADERS_ONLY`): `--- oldName` / `+++ newName` headers (names quoted by
- * `quoteFileName`), hunks with `context` lines of context, without the final line break. Also the new-file line
- * numbers of the added lines holding a bidirectional control character. Linear in the size of the texts.
+ * `quoteFileName`), hunks with `context` lines of context, without the final line break. Every character a screen
+ * does not show as itself (control characters but tab and line feed, a carriage return not ending a line, bidirectional
+ * controls and marks, line separators) is shown as `<U+XXXX>`, and its line listed in `controlLines`, so that every
+ * character an apply writes on a shown line is visible. Also the new-file line numbers of the added lines holding a
+ * bidirectional control character. Linear in the size of the texts.
  *
  * @since 0.2.0
  * @category constructors
@@ -513,18 +577,45 @@ export const unifiedDiff = (
   context = 3
 ): UnifiedDiff => {
   const items = itemsOf(oldText, edited, context)
+  // When the changed lines end differently (CRLF and LF), a carriage return ending one of them is shown too: a line
+  // whose only change is its line ending must not look unchanged.
+  let crlf = false
+  let lf = false
+  for (const item of items) {
+    if (item._tag === "Equal") continue
+    for (const line of item.lines) {
+      if (line.endsWith("\r\n")) crlf = true
+      else if (line.endsWith("\n")) lf = true
+    }
+  }
+  const showLineEndCR = crlf && lf
   // Pieces of the output, each ending with a line break; a hunk's header is filled in when the hunk closes.
   const out: Array<string> = [`--- ${quoteFileName(oldName)}\n`, `+++ ${quoteFileName(newName)}\n`]
   const bidiLines: Array<BidiLine> = []
+  const controlLines: Array<ControlLine> = []
   let oldLine = 1
   let newLine = 1
   /** The index of the open hunk's header in `out`, or -1. */
   let header = -1
   let oldStart = 0
   let newStart = 0
-  const emit = (prefix: string, lines: ReadonlyArray<string>) => {
-    for (const line of lines) {
-      out.push(line.endsWith("\n") ? prefix + line : `${prefix}${line}\n${noNewline}\n`)
+  /**
+   * The lines, each shown with its invisible characters as `<U+XXXX>` (a carriage return ending a line stays, but
+   * for `showLineEndCR` on a changed line), and noted in `controlLines` under its number on `side`, counted from
+   * `first`.
+   */
+  const emit = (prefix: string, lines: ReadonlyArray<string>, side: "old" | "new", first: number) => {
+    const endCR = showLineEndCR && prefix !== " "
+    for (let l = 0; l < lines.length; l++) {
+      const line = lines[l]!
+      let controls = invisibleIn(line)
+      let shown = controls.length > 0 ? showInvisible(line) : line
+      if (endCR && shown.endsWith("\r\n")) {
+        shown = `${shown.slice(0, -2)}<U+000D>\n`
+        if (!controls.includes("U+000D")) controls = [...controls, "U+000D"]
+      }
+      if (controls.length > 0) controlLines.push({ line: first + l, side, controls })
+      out.push(shown.endsWith("\n") ? prefix + shown : `${prefix}${shown}\n${noNewline}\n`)
     }
   }
   const closeHunk = (contextSize: number) => {
@@ -545,26 +636,26 @@ export const unifiedDiff = (
         out.push("")
         oldStart = oldLine - lead.length
         newStart = newLine - lead.length
-        emit(" ", lead)
+        emit(" ", lead, "new", newStart)
       }
       if (item._tag === "Added") {
         for (let l = 0; l < item.lines.length; l++) {
           const line = item.lines[l]!
           if (bidiControl.test(line)) bidiLines.push({ line: newLine + l, controls: bidiControlsIn(line) })
         }
-        emit("+", item.lines)
+        emit("+", item.lines, "new", newLine)
         newLine += item.lines.length
       } else {
-        emit("-", item.lines)
+        emit("-", item.lines, "old", oldLine)
         oldLine += item.lines.length
       }
     } else {
       if (header !== -1) {
         if (item.count <= 2 * context && i < items.length - 1) {
-          emit(" ", headOf(oldText, item, item.count))
+          emit(" ", headOf(oldText, item, item.count), "new", newLine)
         } else {
           const contextSize = Math.min(item.count, context)
-          emit(" ", headOf(oldText, item, contextSize))
+          emit(" ", headOf(oldText, item, contextSize), "new", newLine)
           closeHunk(contextSize)
         }
       }
@@ -574,5 +665,5 @@ export const unifiedDiff = (
   }
   if (header !== -1) closeHunk(0)
   const patch = out.join("")
-  return { patch: patch.slice(0, -1), bidiLines }
+  return { patch: patch.slice(0, -1), bidiLines, controlLines }
 }

@@ -65,17 +65,48 @@ export const editLabel = (replacements: number, files: number): string =>
 export const previewHeadline = "Nothing is written yet: this is a preview. Call resolve with action \"apply\" to " +
   "write these changes, or \"discard\" to drop them."
 
-/** Most bidirectional-control warnings listed per file; the rest are counted. */
-const maxBidiWarnings = 10
+/** Most warnings about invisible characters listed per file; the rest are counted. */
+const maxControlWarnings = 10
 
-/** The preview's warning lines about bidirectional controls in the added lines of `file`. */
-const bidiWarnings = (displayPath: string, lines: ReadonlyArray<EditDiff.BidiLine>): Array<string> => {
-  const shown = lines.slice(0, maxBidiWarnings).map(({ controls, line }) =>
-    `Warning: ${displayPath} line ${line} holds Unicode bidirectional control character(s) ${controls.join(", ")}: ` +
-    `the line may display in an order other than the one its characters are written in.`
-  )
-  if (lines.length > maxBidiWarnings) {
-    shown.push(`Warning: ${displayPath}: ${lines.length - maxBidiWarnings} more line(s) hold such characters.`)
+/** The bidirectional formatting characters (controls and marks) among the code points `showInvisible` names. */
+const bidiCodePoints: ReadonlySet<string> = new Set([
+  "U+061C",
+  "U+200E",
+  "U+200F",
+  "U+202A",
+  "U+202B",
+  "U+202C",
+  "U+202D",
+  "U+202E",
+  "U+2066",
+  "U+2067",
+  "U+2068",
+  "U+2069"
+])
+
+/**
+ * The preview's warning lines about the diff lines of a file that hold characters a screen does not show as
+ * themselves (which the diff shows as `<U+XXXX>`): one per line, bidirectional controls first.
+ */
+const controlWarnings = (shownPath: string, lines: ReadonlyArray<EditDiff.ControlLine>): Array<string> => {
+  const shown = lines.slice(0, maxControlWarnings).map(({ controls, line, side }) => {
+    const where = `${shownPath} ${side === "old" ? "old line" : "line"} ${line}`
+    const bidi = controls.filter((c) => bidiCodePoints.has(c))
+    const other = controls.filter((c) => !bidiCodePoints.has(c))
+    const parts = [
+      ...(bidi.length === 0 ? [] : [
+        `Unicode bidirectional control character(s) ${bidi.join(", ")}: the line may display in an order other than ` +
+        `the one its characters are written in`
+      ]),
+      ...(other.length === 0 ? [] : [
+        `control or invisible character(s) ${other.join(", ")}, which a screen does not show`
+      ])
+    ]
+    return `Warning: ${where} holds ${parts.join("; and ")}. The diff shows each as <U+XXXX>; an apply writes the ` +
+      `character itself.`
+  })
+  if (lines.length > maxControlWarnings) {
+    shown.push(`Warning: ${shownPath}: ${lines.length - maxControlWarnings} more line(s) hold such characters.`)
   }
   return shown
 }
@@ -158,12 +189,13 @@ export const preview: (
       () => ascii ? spliceBytes(original, edited, edited.bytes) : Buffer.from(edited.text, "utf8")
     ))
     diffs.push(diff.patch)
-    warnings.push(...bidiWarnings(displayPath, diff.bidiLines))
+    warnings.push(...controlWarnings(EditDiff.quoteFileName(displayPath), diff.controlLines))
   }
 
   const summary = summaryOf(staged)
   const label = editLabel(summary.replacements, summary.fileCount)
-  const counts = summary.files.map((f) => `${f.path}: ${count(f.replacements, "replacement")}`)
+  // Names as the diff headers show them: a line break or a bidirectional control in a name cannot forge or hide text.
+  const counts = summary.files.map((f) => `${EditDiff.quoteFileName(f.path)}: ${count(f.replacements, "replacement")}`)
   const shown = [
     ...(warnings.length === 0 ? [] : [...warnings, ""]),
     ...diffs,

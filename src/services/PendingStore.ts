@@ -30,6 +30,7 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import type * as Stream from "effect/Stream"
 import type { Decision, DecisionAction } from "../domain/Decision.js"
 import { PendingStoreError } from "../domain/Errors.js"
 import type { PendingEvent, PendingRecord, PendingStatus } from "../domain/PendingRecord.js"
@@ -635,6 +636,16 @@ export declare namespace PendingStore {
      * @since 0.4.0
      */
     readonly fenced: (fence: PendingStore.Fence) => PendingStore.Service
+    /**
+     * Signals that the feed (`feed`) may hold something new, pushed rather than polled (0.4): on Postgres from any
+     * process (`LISTEN`/`NOTIFY`: every statement that adds to the journal or the inbox's notes notifies when it
+     * commits); in memory and on SQLite from the writes of this store (the same layer), in this process. Signals are
+     * coalesced and may come without a change, and a reader of the feed must still poll now and then (another
+     * process on a SQLite file signals nothing here; a dropped connection misses what happened meanwhile).
+     *
+     * @since 0.4.0
+     */
+    readonly changed: Stream.Stream<void, PendingStoreError>
   }
 }
 

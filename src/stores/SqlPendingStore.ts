@@ -33,7 +33,9 @@ import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
 import * as Schedule from "effect/Schedule"
+import * as Stream from "effect/Stream"
 import type { PendingRecord } from "../domain/PendingRecord.js"
 import {
   badCursor,
@@ -49,6 +51,7 @@ import {
   payloadJson,
   recordCursor
 } from "../services/internal/pendingStore.js"
+import { signalling } from "../services/internal/storeSignals.js"
 import {
   checkAcquire,
   checkConversationSave,
@@ -76,7 +79,8 @@ import {
   toRecord,
   writeFailed
 } from "./internal/sqlRows.js"
-import { migrate, openCondition, settledCondition } from "./internal/sqlSchema.js"
+import { changesChannel, migrate, openCondition, settledCondition } from "./internal/sqlSchema.js"
+import { escapingClient, readText, Verbatim } from "./internal/sqlText.js"
 
 export { migrate, migrations, migrationsTable } from "./internal/sqlSchema.js"
 
@@ -92,7 +96,20 @@ export { migrate, migrations, migrationsTable } from "./internal/sqlSchema.js"
  */
 export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClient> = Effect.map(
   SqlClient.SqlClient,
-  (sql) => build(sql, undefined)
+  (client) => {
+    // Every string bound is escaped losslessly (NUL, lone surrogates), every text column read is decoded: see sqlText.
+    const sql = escapingClient(client)
+    const listen = (client as unknown as { readonly listen?: (channel: string) => Stream.Stream<string, SqlError> })
+      .listen
+    if (sql.onDialectOrElse({ pg: () => true, orElse: () => false }) && typeof listen === "function") {
+      // Postgres: every statement that adds to the feed notifies when it commits (migration 7_notify).
+      const changed = Stream.mapError(Stream.as(listen.call(client, changesChannel), undefined), readFailed("changed"))
+      return build(sql, undefined, changed)
+    }
+    // SQLite: this store's own writes signal (another process on the file signals nothing here).
+    const changes = Effect.runSync(PubSub.sliding<void>(1))
+    return signalling(build(sql, undefined, Stream.fromPubSub(changes)), changes)
+  }
 )
 
 /**
@@ -101,7 +118,11 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
  * waits for a write that found the old epoch, and a write waits for an `acquire` under way and then sees the new
  * epoch). A write that changed nothing reads the owner to tell a refusal from a lost race.
  */
-const build = (sql: SqlClient.SqlClient, fence: PendingStore.Fence | undefined): PendingStore.Service => {
+const build = (
+  sql: SqlClient.SqlClient,
+  fence: PendingStore.Fence | undefined,
+  changed: Stream.Stream<void, PendingStoreError>
+): PendingStore.Service => {
   {
     const retryBusy: <A>(self: Effect.Effect<A, SqlError>) => Effect.Effect<A, SqlError> = sql.onDialectOrElse({
       sqlite: () => (self) =>
@@ -243,12 +264,15 @@ const build = (sql: SqlClient.SqlClient, fence: PendingStore.Fence | undefined):
           ),
           ([row]) => {
             if (row === undefined || toRecord(row).status !== "unreadable") return Effect.succeed(false)
-            if (input.owner !== undefined && row.owner !== Option.getOrNull(input.owner)) return Effect.succeed(false)
+            if (input.owner !== undefined && readText(row.owner) !== Option.getOrNull(input.owner)) {
+              return Effect.succeed(false)
+            }
             return Effect.map(
               write(
                 "transition",
                 sql<{ readonly id: string }>`UPDATE effect_resolve_pending ${set}
-                  WHERE id = ${input.id} AND status = ${row.status as string} AND payload = ${row.payload as string}
+                  WHERE id = ${input.id} AND status = ${new Verbatim(row.status)}
+                    AND payload = ${new Verbatim(row.payload)}
                     AND (status <> 'resolving' OR lease_until <= ${input.now}) ${owns}
                   RETURNING id`.withoutTransform
               ),
@@ -449,7 +473,7 @@ const build = (sql: SqlClient.SqlClient, fence: PendingStore.Fence | undefined):
           "loadConversation",
           sql<{ readonly state: string }>`SELECT state FROM effect_resolve_sessions
             WHERE session = ${session}`.withoutTransform,
-          (row) => row.state
+          (row) => readText(row.state) as string
         )
         const state = states[0]
         if (state === undefined) return Option.none<PendingStore.Conversation>()
@@ -457,7 +481,7 @@ const build = (sql: SqlClient.SqlClient, fence: PendingStore.Fence | undefined):
           "loadConversation",
           sql<{ readonly message: string }>`SELECT message FROM effect_resolve_conversation
             WHERE session = ${session} ORDER BY seq`.withoutTransform,
-          (row) => row.message
+          (row) => readText(row.message) as string
         )
         return Option.some({ state, messages })
       })
@@ -497,7 +521,8 @@ const build = (sql: SqlClient.SqlClient, fence: PendingStore.Fence | undefined):
               at: seqOf(row.at)
             }))
         ),
-      fenced: (other) => build(sql, other),
+      fenced: (other) => build(sql, other, changed),
+      changed,
       insert,
       get: (id) => {
         const statement = sql<RecordRow>`SELECT ${columns} FROM effect_resolve_pending WHERE id = ${id}`
@@ -550,7 +575,8 @@ const build = (sql: SqlClient.SqlClient, fence: PendingStore.Fence | undefined):
               const found = new Map<string, number>()
               for (const row of rows) {
                 const until = seqOf(row.lease_until)
-                if (typeof row.id === "string" && Number.isSafeInteger(until)) found.set(row.id, until)
+                const id = readText(row.id)
+                if (typeof id === "string" && Number.isSafeInteger(until)) found.set(id, until)
               }
               return found
             }
@@ -560,7 +586,7 @@ const build = (sql: SqlClient.SqlClient, fence: PendingStore.Fence | undefined):
         const statement = sql<{ readonly state: string }>`SELECT state FROM effect_resolve_sessions
           WHERE session = ${session}`
         return Effect.map(
-          read("loadSession", statement.withoutTransform, (row) => row.state),
+          read("loadSession", statement.withoutTransform, (row) => readText(row.state) as string),
           (states) => Option.fromNullable(states[0])
         )
       },
@@ -597,9 +623,9 @@ const build = (sql: SqlClient.SqlClient, fence: PendingStore.Fence | undefined):
           run("sessionLog", statement.withoutTransform),
           (rows) => {
             const entries = rows.map((row): PendingStore.SessionLogEntry => ({
-              session: String(row.session),
-              owner: String(row.owner),
-              event: row.event as PendingStore.SessionLogEntry["event"],
+              session: String(readText(row.session)),
+              owner: String(readText(row.owner)),
+              event: readText(row.event) as PendingStore.SessionLogEntry["event"],
               at: seqOf(row.at)
             }))
             return last === undefined ? entries : entries.reverse()

@@ -303,7 +303,11 @@ describe.skipIf(skip !== undefined)(
               "Edit: <iframe src=x>",
               "--- a/<img src=x onerror=alert(1)>\n+++ b/<script>alert(2)</script>\n@@ -1,1 +1,1 @@\n-<b>old</b>\n+<img src=x onerror=alert(3)>\n"
             ],
-            ["a 1 MiB preview", mib]
+            ["a 1 MiB preview", mib],
+            [
+              "Edit: quoted names, a NUL",
+              "--- \"a/x\\342\\200\\256y\\\"q.txt\"\n+++ \"b/x\\342\\200\\256y\\\"q.txt\"\n@@ -1,2 +1,2 @@\n header\u0000\n-change me\n+changed\n"
+            ]
           ]
           const ids: Array<string> = []
           for (const [label, preview] of hostile) {
@@ -335,6 +339,15 @@ describe.skipIf(skip !== undefined)(
           assert.deepStrictEqual(await page.locator("#d-diff .line .text").allTextContents(), [
             "<b>old</b>",
             "<img src=x onerror=alert(3)>"
+          ])
+          // A quoted name is the file's name, its bidi control shown as its code point; a NUL cuts nothing.
+          await item(page, ids[7]!).click()
+          await page.locator("#d-label", { hasText: "Edit: quoted names" }).waitFor()
+          assert.deepStrictEqual(await page.locator("#d-diff .path").allTextContents(), ["x<U+202E>y\"q.txt"])
+          assert.deepStrictEqual(await page.locator("#d-diff .line .text").allTextContents(), [
+            "header\u0000",
+            "change me",
+            "changed"
           ])
           // Bidi controls and escapes are named, not hidden.
           await item(page, ids[3]!).click()

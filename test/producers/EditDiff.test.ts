@@ -17,6 +17,16 @@ import * as EditDiff from "../../src/producers/EditDiff.js"
 const LONG = process.env.LONG !== undefined && process.env.LONG !== "" && process.env.LONG !== "0"
 const numRuns = LONG ? 20_000 : 1_500
 
+/**
+ * The patch with every `<U+XXXX>` read back as its character: what the diff shows in place of a character a screen
+ * does not show (the texts here never hold `<U+` themselves).
+ */
+const unshown = (patch: string) =>
+  patch.replace(/<U\+([0-9A-F]{4})>/g, (_, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)))
+
+/** Characters a screen does not show as themselves: none may be left in a patch (a CR ending a line is a line end). */
+const invisible = /[\u0000-\u0008\u000B\u000C\u000E-\u001F\u007F-\u009F\u202A-\u202E\u2066-\u2069]|\r(?!\n)/
+
 const libraryDiff = (oldText: string, newText: string) =>
   createTwoFilesPatch("a/f.txt", "b/f.txt", oldText, newText, undefined, undefined, {
     context: 3,
@@ -62,7 +72,12 @@ const ordinary: fc.Arbitrary<Case> = fc.tuple(
   return editsOn(text, chosen)
 })
 
-const small = fc.array(fc.constantFrom("a", "b", "c", "\n", "\r\n", "\r"), { minLength: 1, maxLength: 40 }).map((
+// With characters a screen does not show (NUL, ESC, a bidirectional override, a C1 control): the patch shows them as
+// <U+XXXX>, and read back it still turns the old text into the new one.
+const small = fc.array(fc.constantFrom("a", "b", "c", "\n", "\r\n", "\r", "\u0000", "\u001b", "\u202E", "\u0085"), {
+  minLength: 1,
+  maxLength: 40
+}).map((
   parts
 ) => parts.join(""))
 
@@ -122,11 +137,9 @@ describe("EditDiff", () => {
       fc.property(ordinary, (c) => {
         const outcome = run(c)
         fc.pre(uniqueAlignment(c.text, outcome.text))
-        strictEqual(
-          EditDiff.unifiedDiff("a/f.txt", "b/f.txt", c.text, outcome).patch,
-          libraryDiff(c.text, outcome.text),
-          JSON.stringify(c)
-        )
+        const { patch } = EditDiff.unifiedDiff("a/f.txt", "b/f.txt", c.text, outcome)
+        strictEqual(unshown(patch), libraryDiff(c.text, outcome.text), JSON.stringify(c))
+        strictEqual(invisible.test(`${patch}\n`), false, JSON.stringify({ ...c, patch }))
       }),
       { numRuns }
     )
@@ -137,7 +150,8 @@ describe("EditDiff", () => {
       fc.property(arbitrary, (c) => {
         const outcome = run(c)
         const patch = EditDiff.unifiedDiff("a/f.txt", "b/f.txt", c.text, outcome).patch
-        strictEqual(applyPatch(c.text, `${patch}\n`), outcome.text, JSON.stringify({ ...c, patch }))
+        strictEqual(applyPatch(c.text, `${unshown(patch)}\n`), outcome.text, JSON.stringify({ ...c, patch }))
+        strictEqual(invisible.test(`${patch}\n`), false, JSON.stringify({ ...c, patch }))
       }),
       { numRuns }
     )
@@ -173,6 +187,63 @@ describe("EditDiff", () => {
     strictEqual(EditDiff.quoteFileName("a/evil\n+++ b/x"), "\"a/evil\\n+++ b/x\"")
     strictEqual(EditDiff.quoteFileName("a/q\"b\\c\td"), "\"a/q\\\"b\\\\c\\td\"")
     strictEqual(EditDiff.quoteFileName("a/x\u202Etxt.js"), "\"a/x\\342\\200\\256txt.js\"")
+  })
+
+  it("unquoteFileName reads back every name quoteFileName writes, and leaves what is not a quoted name as it is", () => {
+    const names = fc.array(
+      fc.oneof(
+        fc.constantFrom(
+          "\"",
+          "\\",
+          "\t",
+          "\n",
+          "\r",
+          "\u0000",
+          "\u0007",
+          "\u007f",
+          "\u0085",
+          "\u202E",
+          "\u2066",
+          "é",
+          "日"
+        ),
+        fc.constantFrom("\u{1F600}", "a", "/", " ", "\\101", "\\n")
+      ),
+      { maxLength: 12 }
+    ).map((parts) => `a/${parts.join("")}`)
+    fc.assert(
+      fc.property(names, (name) => {
+        strictEqual(EditDiff.unquoteFileName(EditDiff.quoteFileName(name)), name)
+      }),
+      { numRuns }
+    )
+    strictEqual(EditDiff.unquoteFileName("\"a/quote\\\"name.txt\""), "a/quote\"name.txt")
+    strictEqual(EditDiff.unquoteFileName("\"a/x\\342\\200\\256txt.js\""), "a/x\u202Etxt.js")
+    for (const raw of ["a/plain", "\"a/open", "\"a/bad\\q\"", "\"a/in\"side\"", "\"a/end\\\""]) {
+      strictEqual(EditDiff.unquoteFileName(raw), raw)
+    }
+  })
+
+  it("shows every control, bidirectional and lone carriage-return character as <U+XXXX>, and lists its lines", () => {
+    const text = "header\u0000\u0001\nkeep\nchange me\n"
+    const outcome = run({ text, edits: [{ oldText: "change me", newText: "changed\u202E\r!" }] })
+    const diff = EditDiff.unifiedDiff("a/f", "b/f", text, outcome)
+    strictEqual(
+      diff.patch,
+      "--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n header<U+0000><U+0001>\n keep\n-change me\n+changed<U+202E><U+000D>!"
+    )
+    deepStrictEqual(diff.controlLines, [
+      { line: 1, side: "new", controls: ["U+0000", "U+0001"] },
+      { line: 3, side: "new", controls: ["U+202E", "U+000D"] }
+    ])
+    // A CRLF file's line ends stay as they are; unless a changed line's ending changes: then it must not look the same.
+    const crlf = "one\r\ntwo\r\n"
+    const edited = run({ text: crlf, edits: [{ oldText: "two", newText: "2" }] })
+    deepStrictEqual(EditDiff.unifiedDiff("a/f", "b/f", crlf, edited).controlLines, [])
+    const toLf = run({ text: crlf, edits: [{ oldText: "two\r\n", newText: "two\n" }] })
+    const endings = EditDiff.unifiedDiff("a/f", "b/f", crlf, toLf)
+    strictEqual(endings.patch, "--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n one\r\n-two<U+000D>\n+two")
+    deepStrictEqual(endings.controlLines, [{ line: 2, side: "old", controls: ["U+000D"] }])
   })
 
   it("flags the added lines that hold bidirectional controls, with their new line numbers", () => {

@@ -7,6 +7,7 @@
  * @internal
  */
 import * as Prompt from "@effect/ai/Prompt"
+import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
@@ -237,7 +238,9 @@ export const persist = (session: Session): Effect.Effect<void> => {
     }
   }).pipe(
     Effect.catchAllCause((cause) =>
-      Effect.logError(`effect-resolve: could not save session ${id}; a restart resumes from an earlier turn`, cause)
+      Cause.failureOption(cause).pipe(Option.exists(isOwnershipLost)) ?
+        Effect.logInfo(`effect-resolve: session ${id} was not saved: another owner has it now`) :
+        Effect.logError(`effect-resolve: could not save session ${id}; a restart resumes from an earlier turn`, cause)
     )
   )
 }

@@ -2,7 +2,10 @@
  * Reads the unified diffs in a preview (what the edit producer shows the model) as structured data for the page:
  * per file, its hunks and their lines. Linear in the preview's size, bounded by `maxLines`; text outside a diff
  * (the producer's prose) is skipped. A model wrote the preview: nothing here interprets it beyond the diff markers.
+ * File names C-quoted in the headers (as git and the edit producer write a name holding a quote, a control or
+ * bidirectional character: `--- "a/q\"uote.txt"`) are read back as the names themselves.
  */
+import { unquoteFileName } from "../../producers/EditDiff.js"
 
 /** One line of a hunk. */
 export interface Line {
@@ -25,8 +28,11 @@ export const maxLines = 20_000
 
 const hunkHeader = /^@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@/
 
+/** The name of a `--- ` / `+++ ` header: unquoted when quoted (a quoted name holds no raw tab), without `a/` / `b/`. */
 const pathOf = (line: string, prefix: string): string => {
-  const rest = line.slice(4).split("\t")[0]!
+  const header = line.slice(4)
+  const quoted = header.startsWith("\"") ? /^"(?:[^"\\]|\\.)*"/.exec(header) : null
+  const rest = quoted !== null ? unquoteFileName(quoted[0]) : header.split("\t")[0]!
   return rest.startsWith(prefix) ? rest.slice(2) : rest
 }
 

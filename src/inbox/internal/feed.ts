@@ -1,7 +1,9 @@
 /**
- * The inbox's change feed: one poller per inbox reads the store's feed (every transition of every record, from any
+ * The inbox's change feed: one reader per inbox reads the store's feed (every transition of every record, from any
  * process, and the inbox's own notes: decisions, snoozes) and publishes what changed to every subscriber, so many
- * server-sent event streams cost one query per tick.
+ * server-sent event streams cost one query per read. It reads when the store signals a change
+ * (`PendingStore.Service.changed`: `LISTEN`/`NOTIFY` on Postgres, this store's own writes in one process), and at
+ * least every `interval` (the sweep for what no signal reaches).
  *
  * Postgres hands out sequence numbers before a transaction commits, so a reader can see number 11 before 10 is
  * visible. A number skipped is remembered as a gap and asked for again on each tick until it shows up or
@@ -11,6 +13,7 @@ import * as Effect from "effect/Effect"
 import * as PubSub from "effect/PubSub"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
+import * as Stream from "effect/Stream"
 import type { PendingStore } from "../../services/PendingStore.js"
 
 /** What one tick found: the changed records as listed now, and the ids no record has any more (pruned). */
@@ -101,6 +104,18 @@ export const make = (
       return fromJournal >= options.batch || fromNotes >= options.batch
     })
 
+    // Pushed: the store signals that the feed may hold something new (Postgres: from any process); the poll at
+    // `interval` stays as the sweep for what no signal reaches (another process on a SQLite file, a dropped listener).
+    yield* Effect.forkScoped(
+      Stream.runForEach(store.changed, () => Queue.offer(poked, undefined)).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.logWarning(
+            "effect-resolve inbox: the store's change signal stopped; the change feed is polled only",
+            cause
+          )
+        )
+      )
+    )
     const wait = Effect.race(Effect.sleep(options.interval), Queue.take(poked))
     yield* Effect.forkScoped(Effect.forever(
       Effect.flatMap(

@@ -147,6 +147,12 @@ const loadMore = async () => {
 
 const maxDiffLines = 3000
 
+// A file name's characters that a screen does not show as themselves (control characters, line breaks, tabs,
+// bidirectional controls and marks, line separators) are shown as their code points, as the edit preview shows them.
+const unseen = /[\u0000-\u001F\u007F-\u009F\u061C\u200E\u200F\u2028\u2029\u202A-\u202E\u2066-\u2069]/g
+const visibleName = (name) =>
+  name.replace(unseen, (c) => `<U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}>`)
+
 const renderDiff = (diff) => {
   const container = $("d-diff")
   if (diff === null) {
@@ -157,7 +163,9 @@ const renderDiff = (diff) => {
   $("d-raw").open = false
   let shown = 0
   const files = diff.files.map((file) => {
-    const path = file.oldPath === file.newPath ? file.newPath : `${file.oldPath} → ${file.newPath}`
+    const path = file.oldPath === file.newPath ?
+      visibleName(file.newPath) :
+      `${visibleName(file.oldPath)} → ${visibleName(file.newPath)}`
     const node = el("div", { className: "file" }, el("div", { className: "path", text: path }))
     for (const hunk of file.hunks) {
       if (shown >= maxDiffLines) break

@@ -5,6 +5,7 @@
  * @internal
  */
 import * as ToolResult from "../../domain/ToolResult.js"
+import { quoteFileName } from "../EditDiff.js"
 import type { EditFile, EditPayload, EditSummary } from "../EditKind.js"
 
 /** The counts of `staged`, per file and in all. */
@@ -17,14 +18,17 @@ export const summaryOf = (staged: ReadonlyArray<EditFile>): EditSummary => ({
 /** What an apply that wrote every file returns. */
 export const appliedResult = (payload: EditPayload, reason: string): ToolResult.ToolResult => {
   const summary = summaryOf(payload.files)
-  const written = summary.files.map((f) => `${f.path} (${f.replacements})`).join(", ")
+  // Names quoted as the diff headers show them (a control or bidirectional character in a name stays visible).
+  const written = summary.files.map((f) => `${quoteFileName(f.path)} (${f.replacements})`).join(", ")
   return ToolResult.text(`Applied ${payload.label}. Wrote ${written}. Reason: ${reason}`, summary)
 }
 
 /** What a discard returns. */
 export const discardedResult = (payload: EditPayload, reason: string): ToolResult.ToolResult =>
   ToolResult.text(
-    `Discarded: ${payload.label}. Nothing was written to ${payload.files.map((f) => f.displayPath).join(", ")}. ` +
+    `Discarded: ${payload.label}. Nothing was written to ${
+      payload.files.map((f) => quoteFileName(f.displayPath)).join(", ")
+    }. ` +
       `Reason: ${reason}`,
     summaryOf(payload.files)
   )

@@ -5,6 +5,8 @@
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
+import * as PubSub from "effect/PubSub"
+import * as Stream from "effect/Stream"
 import { isTerminal, type PendingEvent, type PendingRecord, type PendingStatus } from "../../domain/PendingRecord.js"
 import {
   checkAcquire,
@@ -33,6 +35,7 @@ import {
   payloadJson,
   recordCursor
 } from "./pendingStore.js"
+import { signalling } from "./storeSignals.js"
 
 /**
  * Builds an in-memory store (what `layerMemory` provides). Its state is closure-local and changed only inside
@@ -294,8 +297,10 @@ export const makeMemory = (): PendingStore.Service => {
       return Effect.succeed(epoch)
     })
 
+  const changes = Effect.runSync(PubSub.sliding<void>(1))
   const store: PendingStore.Service = PendingStore.of({
     ...inbox,
+    changed: Stream.fromPubSub(changes),
     acquire,
     owner: (session) => Effect.sync(() => Option.fromNullable(owners.get(session))),
     fenced: (fence) => fencedMemory(store, fence, () => owners.get(fence.session)?.epoch),
@@ -372,7 +377,7 @@ export const makeMemory = (): PendingStore.Service => {
         return Effect.succeed(last === undefined ? log.slice() : log.slice(-last))
       })
   })
-  return store
+  return signalling(store, changes)
 }
 
 /**

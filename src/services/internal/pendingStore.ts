@@ -150,6 +150,18 @@ export const fencedWrites = [
   "completeDecision"
 ] as const
 
+/** The writes that add to the feed (the journal, the inbox's notes): each signals `changed` once it succeeded. */
+export const feedWrites: ReadonlySet<string> = new Set([
+  "insert",
+  "claim",
+  "settle",
+  "transition",
+  "prune",
+  "snooze",
+  "recordDecision",
+  "completeDecision"
+])
+
 /** The most items one page holds. */
 export const maxPageLimit = 1_000
 

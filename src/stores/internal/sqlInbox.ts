@@ -35,6 +35,7 @@ import {
 } from "../../services/PendingStore.js"
 import { rawMillis, recordColumns, type RecordRow, rowReader, seqOf, toRecord } from "./sqlRows.js"
 import { openCondition, snoozedCondition } from "./sqlSchema.js"
+import { readText } from "./sqlText.js"
 
 // ---- the approval inbox (0.3) ----------------------------------------------------------------------------------
 
@@ -325,8 +326,9 @@ export const makeInbox = (
       return Effect.map(run("feed", statement.withoutTransform), (rows) =>
         rows.flatMap((row): ReadonlyArray<PendingStore.FeedChange> => {
           const seq = seqOf(row.seq)
-          return typeof row.action_id === "string" && Number.isSafeInteger(seq) ?
-            [{ source: row.source === "notes" ? "notes" : "journal", seq, actionId: row.action_id }] :
+          const actionId = readText(row.action_id)
+          return typeof actionId === "string" && Number.isSafeInteger(seq) ?
+            [{ source: row.source === "notes" ? "notes" : "journal", seq, actionId }] :
             []
         }))
     })

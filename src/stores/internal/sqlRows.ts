@@ -10,6 +10,7 @@ import type { PendingEvent, PendingRecord, PendingStatus } from "../../domain/Pe
 import { isTerminal, storedStatuses } from "../../domain/PendingRecord.js"
 import { capText, innerMessageOf, messageOf } from "../../internal/render.js"
 import { PendingStore, PendingStoreError } from "../../services/PendingStore.js"
+import { readText } from "./sqlText.js"
 
 export const recordColumns =
   "id, session, kind, label, source_tool_name, stager, preview, payload, status, attempts, " +
@@ -71,7 +72,11 @@ export const rowReader = () => {
     problems.push(problem)
     return fallback
   }
-  const text = (name: string, u: unknown): string => typeof u === "string" ? u : note(`${name} is not text`, String(u))
+  // Text columns are stored escaped (see `sqlText`): read back exactly as written.
+  const text = (name: string, u: unknown): string => {
+    const value = readText(u)
+    return typeof value === "string" ? value : note(`${name} is not text`, String(u))
+  }
   const nullableText = (name: string, u: unknown): string | null => u === null ? null : text(name, u)
   const millis = (name: string, u: unknown): number => {
     const n = typeof u === "number" || typeof u === "bigint" ?

@@ -294,6 +294,28 @@ export const fencingSchema = (types: { readonly int: string }): ReadonlyArray<st
 )`
 ]
 
+/** The channel on which Postgres notifies that the store's feed has something new (migration `7_notify`). */
+export const changesChannel = "effect_resolve_changes"
+
+/**
+ * 0.4, Postgres only: every statement that adds to the feed (the journal, the inbox's notes) notifies
+ * `changesChannel` when its transaction commits, so that listeners in any process read the feed at once instead of
+ * at their next poll. Postgres folds the notifications of one transaction into one. The payload, the schema's name,
+ * is not empty (a listener drops an empty one).
+ */
+export const pgNotify: ReadonlyArray<string> = [
+  `CREATE FUNCTION effect_resolve_notify() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+  PERFORM pg_notify('${changesChannel}', current_schema());
+  RETURN NULL;
+END
+$body$`,
+  `CREATE TRIGGER effect_resolve_events_notify AFTER INSERT ON effect_resolve_events
+  FOR EACH STATEMENT EXECUTE FUNCTION effect_resolve_notify()`,
+  `CREATE TRIGGER effect_resolve_notes_notify AFTER INSERT ON effect_resolve_notes
+  FOR EACH STATEMENT EXECUTE FUNCTION effect_resolve_notify()`
+]
+
 export const runStatements = (
   statements: { readonly pg: ReadonlyArray<string>; readonly sqlite: ReadonlyArray<string> }
 ) =>
@@ -330,7 +352,8 @@ export const migrations: Migrator.Loader = Migrator.fromRecord({
   "6_fencing": runStatements({
     pg: fencingSchema({ int: "bigint" }),
     sqlite: fencingSchema({ int: "INTEGER" })
-  })
+  }),
+  "7_notify": runStatements({ pg: pgNotify, sqlite: [] })
 })
 
 export const runMigrator = Migrator.make({})

@@ -1,0 +1,111 @@
+/**
+ * Changes are pushed, not only polled (issue 28): `PendingStore.Service.changed` signals a feed write of the same
+ * store (memory, SQLite), and on Postgres a write of any client (`LISTEN`/`NOTIFY`). The inbox's feed reads on the
+ * signal: with its poll set to an hour, a change still reaches a subscriber (no wall-clock bound: it arrives, or the
+ * test times out).
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Chunk, Effect, Fiber, Layer, Option, Stream } from "effect"
+import { afterAll } from "vitest"
+import type { PendingRecord } from "../../src/domain/PendingRecord.js"
+import { Inbox } from "../../src/inbox.js"
+import { PendingStore } from "../../src/index.js"
+import * as PostgresStore from "../../src/stores/PostgresStore.js"
+import { postgresForTests, postgresSuiteName } from "../support/pgTest.js"
+import { freshSchema } from "../support/postgres.js"
+import { subjects, tempDir } from "./subjects.js"
+
+const pg = await postgresForTests()
+const tmp = tempDir()
+afterAll(() => tmp.cleanup())
+
+const T0 = Date.now()
+
+const record = (id: string, session = "s1"): PendingRecord => ({
+  id,
+  session,
+  kind: "note",
+  label: `Note ${id}`,
+  sourceToolName: "note",
+  stager: null,
+  preview: id,
+  payload: { id },
+  status: "pending",
+  attempts: 0,
+  owner: null,
+  leaseUntil: null,
+  createdAt: T0,
+  updatedAt: T0,
+  expiresAt: null,
+  outcome: null
+})
+
+const reviewer = { name: "ann", permission: "decide" as const, sessions: Option.none() }
+
+/** Waits for the first signal of `changed`, subscribed before `write` runs. */
+const signalledBy = <E>(changed: Stream.Stream<void, unknown>, write: Effect.Effect<void, E>) =>
+  Effect.scoped(Effect.gen(function*() {
+    const first = yield* Effect.fork(Stream.runHead(changed))
+    yield* Effect.sleep("200 millis") // the subscription (a LISTEN on Postgres) is in place
+    yield* write
+    const got = yield* Fiber.join(first)
+    assert.isTrue(Option.isSome(got))
+  }))
+
+for (const subject of subjects(tmp.dir, pg)) {
+  if (subject.name === "postgres") continue
+  describe(`PendingStore.changed: ${subject.name}`, () => {
+    it.live("a feed write of the store signals", () =>
+      Effect.gen(function*() {
+        const store = yield* PendingStore
+        yield* signalledBy(store.changed, store.insert(record("a")))
+        yield* signalledBy(
+          store.changed,
+          Effect.asVoid(store.snooze({ id: "a", until: Option.some(T0 + 60_000), now: T0 }))
+        )
+      }).pipe(Effect.provide(subject.layer()) as any), 20_000)
+
+    it.live("an inbox polling once an hour still hears of a change at once", () =>
+      Effect.gen(function*() {
+        const store = yield* PendingStore
+        const inbox = yield* Inbox
+        const events = yield* inbox.subscribe(reviewer)
+        const first = yield* Effect.fork(Stream.runHead(events))
+        yield* Effect.sleep("100 millis")
+        yield* store.insert(record("b"))
+        const got = yield* Fiber.join(first)
+        assert.deepStrictEqual(
+          Option.map(got, (event) => event.actions.map((item) => item.id)),
+          Option.some(["b"])
+        )
+      }).pipe(
+        Effect.scoped,
+        Effect.provide(Layer.provideMerge(Inbox.layer({ pollInterval: "1 hour" }), subject.layer()) as any)
+      ) as Effect.Effect<void, unknown>, 20_000)
+  })
+}
+
+describe.skipIf(pg._tag !== "Available")(postgresSuiteName("PendingStore.changed: postgres", pg), () => {
+  it.live("a write through another pool (another process) is signalled by NOTIFY", () =>
+    Effect.gen(function*() {
+      if (pg._tag !== "Available") return
+      const url = yield* freshSchema(pg.url)
+      const writer = yield* Layer.build(PostgresStore.layer({ url }))
+      const listener = yield* Layer.build(PostgresStore.layer({ url }))
+      const a = writer.unsafeMap.get(PendingStore.key) as PendingStore.Service
+      const b = listener.unsafeMap.get(PendingStore.key) as PendingStore.Service
+      yield* signalledBy(b.changed, a.insert(record("p1")))
+
+      // The inbox on the listener's pool, polling once an hour, hears of the writer's change.
+      const inboxContext = yield* Layer.build(
+        Inbox.layer({ pollInterval: "1 hour" }).pipe(Layer.provide(Layer.succeed(PendingStore, b)))
+      )
+      const inbox = inboxContext.unsafeMap.get(Inbox.key) as Inbox.Service
+      const events = yield* inbox.subscribe(reviewer)
+      const first = yield* Effect.fork(Stream.runCollect(Stream.take(events, 1)))
+      yield* Effect.sleep("200 millis")
+      yield* a.insert(record("p2"))
+      const got = Chunk.toReadonlyArray(yield* Fiber.join(first))
+      assert.deepStrictEqual(got.flatMap((event) => event.actions.map((item) => item.id)), ["p2"])
+    }).pipe(Effect.scoped) as Effect.Effect<void, unknown>, 30_000)
+})
