@@ -51,6 +51,7 @@ import type { PendingStoreError } from "../domain/Errors.js"
 import { isTerminal, type PendingRecord, type PendingStatus } from "../domain/PendingRecord.js"
 import * as ToolResult from "../domain/ToolResult.js"
 import { capText, messageOf } from "../internal/render.js"
+import { tooDeepPath } from "../internal/untrusted.js"
 import * as ResolveRuntime from "../layers/ResolveRuntime.js"
 import * as ActionKind from "../services/ActionKind.js"
 import { PendingStore } from "../services/PendingStore.js"
@@ -64,14 +65,16 @@ import {
   AmendmentRejected,
   type BatchRequest,
   type BatchResult,
+  bodyMaxDepth,
   type ChangedEvent,
   type Counts,
   DecisionAlreadyRequested,
-  type DecisionRequest,
+  DecisionRequest,
   type DecisionResult,
   type DecisionView,
   type Diff,
   InboxForbidden,
+  InvalidDecision,
   InvalidQuery,
   type ListParams,
   type ReviewerInfo,
@@ -119,6 +122,7 @@ export type DecideError =
   | ActionNotDecidable
   | DecisionAlreadyRequested
   | AmendmentRejected
+  | InvalidDecision
   | StoreUnavailable
 
 /**
@@ -142,7 +146,11 @@ export declare namespace Inbox {
     readonly get: (reviewer: ReviewerInfo, id: string) => Effect.Effect<ActionDetail, ActionNotFound | StoreUnavailable>
     /** The badge's counts over the reviewer's sessions. */
     readonly counts: (reviewer: ReviewerInfo) => Effect.Effect<Counts, StoreUnavailable>
-    /** Decides one action (see the module's overview); nothing changes on a failure. */
+    /**
+     * Decides one action (see the module's overview); nothing changes on a failure. The request is checked at run
+     * time first (`InvalidDecision`: a bad action or reason, a time a `Date` cannot hold, nesting deeper than
+     * `bodyMaxDepth`).
+     */
     readonly decide: (
       reviewer: ReviewerInfo,
       id: string,
@@ -223,6 +231,42 @@ const storeFailed = (error: PendingStoreError) =>
 /** A store error from bad input (no cause) is the caller's; any other is the store's. */
 const queryOrStore = (error: PendingStoreError) =>
   error.cause === undefined ? new InvalidQuery({ message: error.detail }) : storeFailed(error)
+
+const decodeRequest = Schema.decodeUnknownEither(DecisionRequest, { errors: "first" })
+
+/**
+ * A decision request checked at run time (`decide` is called from code too, where the types do not hold): nested at
+ * most `bodyMaxDepth` levels (checked without recursion, before Schema, whose messages print the value), then
+ * decoded. Nothing is recorded before this passes.
+ */
+const checkRequest = (request: unknown): Effect.Effect<DecisionRequest, InvalidDecision> => {
+  const deep = tooDeepPath(request, bodyMaxDepth)
+  if (deep !== undefined) {
+    const field = capText(deep.slice(0, 6).join("."), 200)
+    return Effect.fail(
+      new InvalidDecision({
+        field,
+        message: `The decision nests objects or arrays more than ${bodyMaxDepth} levels deep (at ${
+          JSON.stringify(field)
+        }); nothing was recorded. Send a flatter amendment.`
+      })
+    )
+  }
+  const decoded = decodeRequest(request)
+  if (decoded._tag === "Right") return Effect.succeed(decoded.right)
+  const [issue] = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
+  const field = issue === undefined || issue.path.length === 0 ? "(root)" : issue.path.map(String).join(".")
+  return Effect.fail(
+    new InvalidDecision({
+      field,
+      message:
+        `The decision is not one the inbox takes: ${capText(field, 100)}: ${
+          capText(issue?.message ?? "could not be decoded", 500)
+        }. Send { action: "apply", reason, amendment? }, { action: "discard", reason } or { action: "snooze", ` +
+        `until: <epoch milliseconds> | null }; nothing was recorded.`
+    })
+  )
+}
 
 const notDecidableText = (status: PendingStatus): string =>
   status === "resolving" ?
@@ -625,10 +669,11 @@ export const make = (
     const decide = (
       reviewer: ReviewerInfo,
       id: string,
-      request: DecisionRequest
+      unchecked: DecisionRequest
     ): Effect.Effect<DecisionResult, DecideError> =>
       Effect.gen(function*() {
         if (reviewer.permission !== "decide") return yield* forbidden()
+        const request = yield* checkRequest(unchecked)
         const listed = yield* listedOne(reviewer, id)
         const record = listed.record
         if (request.action === "snooze") return yield* snooze(reviewer, listed, request.until)

@@ -10,7 +10,8 @@
  * 3. A state-changing request (not GET, HEAD or OPTIONS): an `Origin` (and `Sec-Fetch-Site`) of the inbox's own
  *    origin, and a cookie request must carry an `Origin`; else `CrossOriginRefused` (403).
  * 4. Its body: at most `maxBodyBytes` by its `Content-Length` (`PayloadTooLarge`, 413, before any of it is read; a
- *    chunked body, whose size is unknown until read, is refused), JSON (`MalformedRequest`, 400).
+ *    chunked body, whose size is unknown until read, is refused), JSON (`MalformedRequest`, 400), nested at most
+ *    `bodyMaxDepth` (64) levels deep (`MalformedRequest`, 400, checked without recursion before anything decodes it).
  *
  * Every response carries a Content-Security-Policy without inline script (`default-src 'none'; script-src 'self';
  * ...`), `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer`, `X-Frame-Options: DENY` and
@@ -59,9 +60,12 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { createServer, type Server as NodeServer } from "node:http"
+import { capText } from "../internal/render.js"
+import { tooDeepPath } from "../internal/untrusted.js"
 import { Inbox } from "./Inbox.js"
 import {
   Authentication,
+  bodyMaxDepth,
   ChangedEvent,
   cookieName,
   Counts,
@@ -302,10 +306,23 @@ const guard = (
         return errorResponse(new MalformedRequest({ message: "The request body could not be read; send it again." }))
       }
       if (text.right !== "") {
+        let body: unknown
         try {
-          JSON.parse(text.right)
+          body = JSON.parse(text.right)
         } catch {
           return errorResponse(new MalformedRequest({ message: "The request body is not valid JSON." }))
+        }
+        // Refused before anything decodes it: Schema's decoding and its error messages walk a value recursively,
+        // and a body nested thousands of levels deep would overflow the stack (a 500) instead of a typed answer.
+        const deep = tooDeepPath(body, bodyMaxDepth)
+        if (deep !== undefined) {
+          return errorResponse(
+            new MalformedRequest({
+              message: `The request body nests objects or arrays more than ${bodyMaxDepth} levels deep (at ${
+                JSON.stringify(capText(deep.slice(0, 6).join("."), 200))
+              }); nothing was changed. Send a flatter body.`
+            })
+          )
         }
       }
     }
