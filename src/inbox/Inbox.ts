@@ -48,6 +48,14 @@ import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
 import * as DecisionModel from "../domain/Decision.js"
 import type { PendingStoreError } from "../domain/Errors.js"
+import {
+  checkOptions,
+  duration,
+  durationAtLeast,
+  type InvalidOptions,
+  kinds,
+  type OptionsSpec
+} from "../domain/InvalidOptions.js"
 import { isTerminal, type PendingRecord, type PendingStatus } from "../domain/PendingRecord.js"
 import * as ToolResult from "../domain/ToolResult.js"
 import { capText, messageOf } from "../internal/render.js"
@@ -108,6 +116,14 @@ export interface Options<Kinds extends ReadonlyArray<ActionKind.Any>> {
   readonly idleSessionTimeout?: Duration.DurationInput | undefined
   /** The lease of the sessions the inbox opens (see `DurableOptions.lease`; default 1 minute). */
   readonly lease?: Duration.DurationInput | undefined
+}
+
+const optionsSpec: OptionsSpec = {
+  kinds,
+  pollInterval: duration,
+  sweepInterval: duration,
+  idleSessionTimeout: duration,
+  lease: durationAtLeast(3)
 }
 
 /**
@@ -183,17 +199,19 @@ export declare namespace Inbox {
 export class Inbox extends Context.Tag("effect-resolve/inbox/Inbox")<Inbox, Inbox.Service>() {
   /**
    * An inbox on the `PendingStore` in context, running the decisions of `kinds` (whose requirements the layer
-   * needs). Its change-feed poller, sweep and opened sessions live as long as the layer.
+   * needs). Its change-feed poller, sweep and opened sessions live as long as the layer. The options are checked
+   * when it is built (`InvalidOptions` names a misspelt key or a bad value).
    *
    * @since 0.3.0
    * @category layers
    */
   static readonly layer = <const Kinds extends ReadonlyArray<ActionKind.Any> = []>(
     options: Options<Kinds> = {}
-  ): Layer.Layer<Inbox, never, PendingStore | ActionKind.Requirements<Kinds>> =>
+  ): Layer.Layer<Inbox, InvalidOptions, PendingStore | ActionKind.Requirements<Kinds>> =>
     Layer.scoped(
       Inbox,
       Effect.gen(function*() {
+        yield* checkOptions("Inbox.layer", optionsSpec, options)
         const store = yield* PendingStore
         const context = yield* Effect.context<ActionKind.Requirements<Kinds>>()
         return yield* make(store, options.kinds ?? [], context as Context.Context<never>, options)
@@ -523,7 +541,9 @@ export const make = (
         const session = yield* Effect.either(RcMap.get(runtimes, decision.session))
         if (session._tag === "Left") {
           return leftRequested(
-            `Recorded; the session could not be opened to run it now (${session.left.detail}). The inbox tries again.`
+            `Recorded; the session could not be opened to run it now (${
+              session.left._tag === "PendingStoreError" ? session.left.detail : session.left.message
+            }). The inbox tries again.`
           )
         }
         const params = { action: decision.action, reason: decision.reason, id: decision.actionId } as const

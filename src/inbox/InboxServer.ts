@@ -60,6 +60,15 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { createServer, type Server as NodeServer } from "node:http"
+import {
+  boolean,
+  checkOptions,
+  duration,
+  type InvalidOptions,
+  type OptionsSpec,
+  text,
+  wholeNumber
+} from "../domain/InvalidOptions.js"
 import { capText } from "../internal/render.js"
 import { tooDeepPath } from "../internal/untrusted.js"
 import { Inbox } from "./Inbox.js"
@@ -112,6 +121,24 @@ export interface Options {
   readonly shutdownTimeout?: Duration.DurationInput | undefined
 }
 
+const optionsSpec: OptionsSpec = {
+  port: wholeNumber(0, 65_535),
+  host: text,
+  allowedHosts: { schema: Schema.Array(Schema.String), expected: "an array of host names (strings)" },
+  maxBodyBytes: wholeNumber(1),
+  secureCookie: boolean,
+  auth: {
+    schema: Schema.Struct({
+      tokens: Schema.optional(Schema.UndefinedOr(Schema.Array(Schema.Unknown))),
+      loginTtl: Schema.optional(Schema.UndefinedOr(duration.schema)),
+      sessionTtl: Schema.optional(Schema.UndefinedOr(duration.schema))
+    }),
+    expected: "{ tokens?: an array of tokens; loginTtl?: a duration; sessionTtl?: a duration }"
+  },
+  heartbeat: duration,
+  shutdownTimeout: duration
+}
+
 /**
  * @since 0.3.0
  * @category tags
@@ -143,14 +170,15 @@ export class InboxServer extends Context.Tag("effect-resolve/inbox/InboxServer")
   InboxServer.Service
 >() {
   /**
-   * Serves the inbox in context until the layer's scope closes.
+   * Serves the inbox in context until the layer's scope closes. The options are checked first (`InvalidOptions`
+   * names a misspelt key or a bad value, such as a port outside 0–65535).
    *
    * @since 0.3.0
    * @category layers
    */
   static readonly layer = (
     options: Options = {}
-  ): Layer.Layer<InboxServer, ServeError | InvalidInboxConfig | Error, Inbox> =>
+  ): Layer.Layer<InboxServer, ServeError | InvalidInboxConfig | InvalidOptions | Error, Inbox> =>
     Layer.scoped(InboxServer, make(options))
 }
 
@@ -487,8 +515,9 @@ const pageRoutes = (assets: Page.Assets) =>
  */
 export const make = (
   options: Options = {}
-): Effect.Effect<InboxServer.Service, ServeError | InvalidInboxConfig | Error, Inbox | Scope.Scope> =>
+): Effect.Effect<InboxServer.Service, ServeError | InvalidInboxConfig | InvalidOptions | Error, Inbox | Scope.Scope> =>
   Effect.gen(function*() {
+    yield* checkOptions("InboxServer.layer", optionsSpec, options)
     const inbox = yield* Inbox
     const auth = yield* makeAuth(options.auth)
     const assets = yield* Page.load
