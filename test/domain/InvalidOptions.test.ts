@@ -2,10 +2,13 @@
  * Options objects checked at run time, through each public layer that takes them: a JavaScript caller's misspelt
  * key or bad value is a typed `InvalidOptions` naming the key, what it allows and what it got; nothing is built.
  */
+import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Layer } from "effect"
+import { Stream } from "effect"
 import { TurnDriver } from "../../src/ai.js"
 import { Inbox } from "../../src/inbox/Inbox.js"
+import * as InboxClient from "../../src/inbox/InboxClient.js"
 import { InboxServer } from "../../src/inbox/InboxServer.js"
 import { InvalidOptions, PendingStore, ResolveConfig, ResolveRuntime } from "../../src/index.js"
 import { makeMemory } from "../../src/services/PendingStore.js"
@@ -132,5 +135,26 @@ describe("InvalidOptions", () => {
         (yield* refusal(server({ auth: { token: [] } }))).message,
         "auth must be { tokens?: an array of tokens"
       )
+    }))
+
+  it.effect("InboxClient.make and events", () =>
+    Effect.gen(function*() {
+      const make = (options: unknown) =>
+        Effect.flip(InboxClient.make(options as any)).pipe(Effect.provide(FetchHttpClient.layer))
+      const noUrl = yield* make({ baseUrl: "127.0.0.1:8080", token: "t".repeat(20) })
+      assert.instanceOf(noUrl, InvalidOptions)
+      assert.include(noUrl.message, "Invalid options for InboxClient.make: baseUrl must be the inbox's address")
+      const noToken = yield* make({ baseUrl: "http://127.0.0.1:8080" })
+      assert.strictEqual(
+        noToken.message,
+        "Invalid options for InboxClient.make: token is required: a bearer token: a non-empty string, or a Redacted one."
+      )
+      const misspelt = yield* make({ baseURL: "http://127.0.0.1:8080", token: "t" })
+      assert.include(misspelt.message, "\"baseURL\" is not an option (did you mean \"baseUrl\"?)")
+      const events = yield* Effect.flip(
+        Stream.runDrain(InboxClient.events({ baseUrl: "http://127.0.0.1:1", token: "t", sessions: "s1" } as any))
+      ).pipe(Effect.provide(FetchHttpClient.layer))
+      assert.instanceOf(events, InvalidOptions)
+      assert.include(events.message, "sessions must be an array of session names")
     }))
 })
