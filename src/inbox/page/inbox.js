@@ -391,7 +391,10 @@ const keepEdits = () => {
     if (changed) state.edits.set(detail.id, { paths: state.draftFiles.map((file) => file.path), texts })
     else state.edits.delete(detail.id)
   } else {
-    state.edits.set(detail.id, { json: $("amendment").value })
+    const draft = detail.amendmentDraft
+    const json = $("amendment").value
+    if (json !== (draft === null ? "{}" : JSON.stringify(draft, null, 2))) state.edits.set(detail.id, { json })
+    else state.edits.delete(detail.id)
   }
 }
 
