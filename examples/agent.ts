@@ -175,39 +175,40 @@ const session = (enforcement: "force" | "soft") =>
 
 const pad = (text: string | number, width: number) => String(text).padEnd(width)
 
+/** What the walk-through can fail with (`InvalidOptions`: the layers' options are checked when they are built). */
+type WalkthroughError = AiError.AiError | TurnDriverError | InvalidOptions
+
 /** The walk-through: the soft session's transcript, then the force/soft comparison. */
-export const agentWalkthrough: Effect.Effect<void, AiError.AiError | TurnDriverError | InvalidOptions> = Effect.gen(
-  function*() {
-    yield* Console.log(banner)
-    const force = yield* session("force")
-    const soft = yield* session("soft")
+export const agentWalkthrough: Effect.Effect<void, WalkthroughError> = Effect.gen(function*() {
+  yield* Console.log(banner)
+  const force = yield* session("force")
+  const soft = yield* session("soft")
 
-    yield* Console.log("\n-- Transcript (enforcement \"soft\")")
-    for (const turn of soft.transcript) yield* printTurn(turn)
-    yield* Console.log("\n   files after the session:")
-    for (const [file, content] of Object.entries(soft.disk)) yield* Console.log(`     ${pad(file, 13)}${content}`)
-    yield* Console.log(`   previews: ${show(soft.metrics.previews)}`)
+  yield* Console.log("\n-- Transcript (enforcement \"soft\")")
+  for (const turn of soft.transcript) yield* printTurn(turn)
+  yield* Console.log("\n   files after the session:")
+  for (const [file, content] of Object.entries(soft.disk)) yield* Console.log(`     ${pad(file, 13)}${content}`)
+  yield* Console.log(`   previews: ${show(soft.metrics.previews)}`)
 
-    yield* Console.log("\n-- The same script under both enforcement strategies")
-    const header = `   ${pad("enforcement", 13)}${pad("requests", 10)}${pad("forced turns", 14)}tool_choice changes`
-    yield* Console.log(header)
-    for (const report of [force, soft]) {
-      yield* Console.log(
-        `   ${pad(report.enforcement, 13)}${pad(report.requests, 10)}${
-          pad(report.metrics.forcedTurns, 14)
-        }${report.metrics.toolChoiceChanges}`
-      )
-    }
-    const sameDisk = JSON.stringify(force.disk) === JSON.stringify(soft.disk)
-    yield* Console.log(`   same files written either way: ${sameDisk ? "yes" : "NO"}`)
-    const skipped = soft.transcript.flatMap((t) => t.toolCalls).filter((c) => c.outcome === "skipped").length
-    yield* Console.log(`   calls skipped until a preview was resolved (soft): ${skipped}`)
+  yield* Console.log("\n-- The same script under both enforcement strategies")
+  const header = `   ${pad("enforcement", 13)}${pad("requests", 10)}${pad("forced turns", 14)}tool_choice changes`
+  yield* Console.log(header)
+  for (const report of [force, soft]) {
     yield* Console.log(
-      `   requeues (force): ${show(force.metrics.requeues)}; first forced turn (soft): #${
-        Option.getOrElse(Option.fromNullable(soft.transcript.find((t) => t.forced)?.turn), () => 0)
-      }`
+      `   ${pad(report.enforcement, 13)}${pad(report.requests, 10)}${
+        pad(report.metrics.forcedTurns, 14)
+      }${report.metrics.toolChoiceChanges}`
     )
   }
-)
+  const sameDisk = JSON.stringify(force.disk) === JSON.stringify(soft.disk)
+  yield* Console.log(`   same files written either way: ${sameDisk ? "yes" : "NO"}`)
+  const skipped = soft.transcript.flatMap((t) => t.toolCalls).filter((c) => c.outcome === "skipped").length
+  yield* Console.log(`   calls skipped until a preview was resolved (soft): ${skipped}`)
+  yield* Console.log(
+    `   requeues (force): ${show(force.metrics.requeues)}; first forced turn (soft): #${
+      Option.getOrElse(Option.fromNullable(soft.transcript.find((t) => t.forced)?.turn), () => 0)
+    }`
+  )
+})
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) NodeRuntime.runMain(agentWalkthrough)
