@@ -71,6 +71,7 @@ import {
   ActionNotFound,
   type ActionSummary,
   AmendmentRejected,
+  batchMax,
   type BatchRequest,
   type BatchResult,
   bodyMaxDepth,
@@ -172,11 +173,11 @@ export declare namespace Inbox {
       id: string,
       request: DecisionRequest
     ) => Effect.Effect<DecisionResult, DecideError>
-    /** Up to 100 decisions, in order, each answered on its own. */
+    /** Up to 100 decisions, in order, each answered on its own (a batch that is not one: `InvalidDecision`). */
     readonly decideBatch: (
       reviewer: ReviewerInfo,
       request: BatchRequest
-    ) => Effect.Effect<BatchResult, InboxForbidden | StoreUnavailable>
+    ) => Effect.Effect<BatchResult, InboxForbidden | InvalidDecision | StoreUnavailable>
     /**
      * What changes in the reviewer's sessions (of `sessions`, when given) from now on, from any process: each
      * element names the actions that changed, as they are now, the ids that are gone, and the counts.
@@ -756,6 +757,18 @@ export const make = (
     const decideBatch = (reviewer: ReviewerInfo, request: BatchRequest) =>
       Effect.gen(function*() {
         if (reviewer.permission !== "decide") return yield* forbidden()
+        // Checked at run time (from code the types do not hold); each decision is then checked by `decide`.
+        const decisions: unknown = request !== null && typeof request === "object" ? request.decisions : undefined
+        if (
+          !Array.isArray(decisions) || decisions.length < 1 || decisions.length > batchMax ||
+          !decisions.every((item) => item !== null && typeof item === "object" && typeof item.id === "string")
+        ) {
+          return yield* new InvalidDecision({
+            field: "decisions",
+            message: `Send { decisions: [...] }: 1 to ${batchMax} decisions, each an object with the id of its ` +
+              "action; nothing was recorded."
+          })
+        }
         const results = yield* Effect.forEach(request.decisions, (item) => {
           const { id, ...single } = item
           return Effect.match(decide(reviewer, id, single as DecisionRequest), {

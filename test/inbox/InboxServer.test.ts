@@ -811,6 +811,15 @@ describe("bad input never reaches a 500", () => {
       assert.strictEqual(Option.getOrThrow(error)._tag, "InvalidDecision", String(exit))
       assert.strictEqual((Option.getOrThrow(error) as any).field.split(".")[0], field)
     }
+    for (const batch of [{ decisions: "x" }, { decisions: [] }, { decisions: [null] }, null]) {
+      const exit = await Effect.runPromiseExit(running.inbox.decideBatch(reviewer, batch as any))
+      const error = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
+      assert.strictEqual(Option.getOrThrow(error)._tag, "InvalidDecision", String(exit))
+    }
+    const batch = await Effect.runPromise(
+      running.inbox.decideBatch(reviewer, { decisions: [{ id, action: "snooze", until: 8.64e15 + 1 }] } as any)
+    )
+    assert.strictEqual(batch.results[0]!.error.pipe(Option.map((e) => e._tag), Option.getOrNull), "InvalidDecision")
     assert.strictEqual(await statusOf(id), "pending")
     assert.deepStrictEqual(await decisionsOf(id), [])
     assert.deepStrictEqual(await snoozedIds(), [])
