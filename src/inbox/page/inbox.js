@@ -26,7 +26,7 @@ const state = {
   editing: false,
   // While editing a draft of the form { files: [{ path, text }] }: each file's drafted text, one text box each.
   draftFiles: null,
-  // The reviewer's own amended text, by action id ({ files: [text per box] } or { json }): kept when the editor
+  // The reviewer's own amended text, by action id ({ paths, texts: one per box } or { json }): kept when the editor
   // closes, another action is selected, or an apply is refused, until the reviewer discards it or an apply succeeds.
   edits: new Map(),
   busy: false
@@ -426,7 +426,6 @@ const fillEditor = () => {
   if (state.draftFiles === null) {
     $("amendment").value = kept?.json !== undefined ? kept.json : draft === null ? "{}" : JSON.stringify(draft, null, 2)
   }
-  $("amend-reset").disabled = kept === undefined
 }
 
 /** Drops the reviewer's amended text: the editor starts again from the draft. */
