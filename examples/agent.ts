@@ -9,7 +9,15 @@ import type { AiError } from "@effect/ai"
 import { Tool, Toolkit } from "@effect/ai"
 import { NodeRuntime } from "@effect/platform-node"
 import { Console, Effect, Layer, Option, Ref, Schema } from "effect"
-import { PendingActions, PendingStoreError, Preview, ResolveConfig, stage, ToolResult } from "effect-resolve"
+import {
+  type InvalidOptions,
+  PendingActions,
+  PendingStoreError,
+  Preview,
+  ResolveConfig,
+  stage,
+  ToolResult
+} from "effect-resolve"
 import {
   type ResolveMetrics,
   ScriptedModel,
@@ -167,8 +175,11 @@ const session = (enforcement: "force" | "soft") =>
 
 const pad = (text: string | number, width: number) => String(text).padEnd(width)
 
+/** What the walk-through can fail with (`InvalidOptions`: the layers' options are checked when they are built). */
+type WalkthroughError = AiError.AiError | TurnDriverError | InvalidOptions
+
 /** The walk-through: the soft session's transcript, then the force/soft comparison. */
-export const agentWalkthrough: Effect.Effect<void, AiError.AiError | TurnDriverError> = Effect.gen(function*() {
+export const agentWalkthrough: Effect.Effect<void, WalkthroughError> = Effect.gen(function*() {
   yield* Console.log(banner)
   const force = yield* session("force")
   const soft = yield* session("soft")

@@ -20,6 +20,8 @@ export * as SteeringMessage from "./domain/SteeringMessage.js"
 export * from "./domain/Errors.js"
 /** @since 0.1.0 */
 export * from "./domain/ResolveParams.js"
+/** @since 0.4.0 */
+export { InvalidOptions } from "./domain/InvalidOptions.js"
 
 /** @since 0.1.0 */
 export {

@@ -48,7 +48,9 @@ import * as Layer from "effect/Layer"
 import type * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import type * as Schedule from "effect/Schedule"
+import * as Schema from "effect/Schema"
 import type { PendingStoreError } from "../domain/Errors.js"
+import { checkOptions, type InvalidOptions, type OptionsSpec, text } from "../domain/InvalidOptions.js"
 import type { SteeringMessage } from "../domain/SteeringMessage.js"
 import type { ToolChoice } from "../domain/ToolChoice.js"
 import * as ResolveRuntime from "../layers/ResolveRuntime.js"
@@ -197,6 +199,11 @@ export interface DurableSteering {
   readonly delivered: (ids: ReadonlyArray<string>) => Effect.Effect<void, PendingStoreError>
 }
 
+const sessionSpec: OptionsSpec = {
+  system: { schema: Schema.String, expected: "a string (the system prompt)" },
+  sessionId: text
+}
+
 /**
  * @since 0.1.0
  * @category tags
@@ -257,8 +264,16 @@ export class TurnDriver extends Context.Tag("effect-resolve/TurnDriver")<TurnDri
    * @since 0.1.0
    * @category layers
    */
-  static readonly layer = (options: SessionOptions = {}): Layer.Layer<TurnDriver | ResolveRuntime.Services> =>
-    Layer.provideMerge(Layer.effect(TurnDriver, Effect.orDie(make(options))), ResolveRuntime.layer)
+  static readonly layer = (
+    options: SessionOptions = {}
+  ): Layer.Layer<TurnDriver | ResolveRuntime.Services, InvalidOptions> =>
+    Layer.provideMerge(
+      Layer.effect(
+        TurnDriver,
+        Effect.zipRight(checkOptions("TurnDriver.layer", sessionSpec, options), Effect.orDie(make(options)))
+      ),
+      ResolveRuntime.layer
+    )
 
   /**
    * A driver over the session services the app provides (`ResolveRuntime.layer`, or `ResolveRuntime.layerDurable`
@@ -270,7 +285,14 @@ export class TurnDriver extends Context.Tag("effect-resolve/TurnDriver")<TurnDri
    */
   static readonly layerWithoutDependencies = (
     options: Omit<SessionOptions, "sessionId"> = {}
-  ): Layer.Layer<TurnDriver, PendingStoreError, ResolveRuntime.Services> => Layer.effect(TurnDriver, make(options))
+  ): Layer.Layer<TurnDriver, PendingStoreError | InvalidOptions, ResolveRuntime.Services> =>
+    Layer.effect(
+      TurnDriver,
+      Effect.zipRight(
+        checkOptions("TurnDriver.layerWithoutDependencies", { system: sessionSpec.system! }, options),
+        make(options)
+      )
+    )
 
   /**
    * @deprecated Renamed `layerWithoutDependencies` in 0.3.0; this alias goes in 0.4.0.

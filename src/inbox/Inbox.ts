@@ -48,9 +48,18 @@ import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
 import * as DecisionModel from "../domain/Decision.js"
 import type { PendingStoreError } from "../domain/Errors.js"
+import {
+  checkOptions,
+  duration,
+  durationAtLeast,
+  type InvalidOptions,
+  kinds,
+  type OptionsSpec
+} from "../domain/InvalidOptions.js"
 import { isTerminal, type PendingRecord, type PendingStatus } from "../domain/PendingRecord.js"
 import * as ToolResult from "../domain/ToolResult.js"
 import { capText, messageOf } from "../internal/render.js"
+import { tooDeepPath } from "../internal/untrusted.js"
 import * as ResolveRuntime from "../layers/ResolveRuntime.js"
 import * as ActionKind from "../services/ActionKind.js"
 import { PendingStore } from "../services/PendingStore.js"
@@ -62,16 +71,19 @@ import {
   ActionNotFound,
   type ActionSummary,
   AmendmentRejected,
+  batchMax,
   type BatchRequest,
   type BatchResult,
+  bodyMaxDepth,
   type ChangedEvent,
   type Counts,
   DecisionAlreadyRequested,
-  type DecisionRequest,
+  DecisionRequest,
   type DecisionResult,
   type DecisionView,
   type Diff,
   InboxForbidden,
+  InvalidDecision,
   InvalidQuery,
   type ListParams,
   type ReviewerInfo,
@@ -107,6 +119,14 @@ export interface Options<Kinds extends ReadonlyArray<ActionKind.Any>> {
   readonly lease?: Duration.DurationInput | undefined
 }
 
+const optionsSpec: OptionsSpec = {
+  kinds,
+  pollInterval: duration,
+  sweepInterval: duration,
+  idleSessionTimeout: duration,
+  lease: durationAtLeast(3)
+}
+
 /**
  * What a reviewer's request may fail with.
  *
@@ -119,6 +139,7 @@ export type DecideError =
   | ActionNotDecidable
   | DecisionAlreadyRequested
   | AmendmentRejected
+  | InvalidDecision
   | StoreUnavailable
 
 /**
@@ -142,17 +163,21 @@ export declare namespace Inbox {
     readonly get: (reviewer: ReviewerInfo, id: string) => Effect.Effect<ActionDetail, ActionNotFound | StoreUnavailable>
     /** The badge's counts over the reviewer's sessions. */
     readonly counts: (reviewer: ReviewerInfo) => Effect.Effect<Counts, StoreUnavailable>
-    /** Decides one action (see the module's overview); nothing changes on a failure. */
+    /**
+     * Decides one action (see the module's overview); nothing changes on a failure. The request is checked at run
+     * time first (`InvalidDecision`: a bad action or reason, a time a `Date` cannot hold, nesting deeper than
+     * `bodyMaxDepth`).
+     */
     readonly decide: (
       reviewer: ReviewerInfo,
       id: string,
       request: DecisionRequest
     ) => Effect.Effect<DecisionResult, DecideError>
-    /** Up to 100 decisions, in order, each answered on its own. */
+    /** Up to 100 decisions, in order, each answered on its own (a batch that is not one: `InvalidDecision`). */
     readonly decideBatch: (
       reviewer: ReviewerInfo,
       request: BatchRequest
-    ) => Effect.Effect<BatchResult, InboxForbidden | StoreUnavailable>
+    ) => Effect.Effect<BatchResult, InboxForbidden | InvalidDecision | StoreUnavailable>
     /**
      * What changes in the reviewer's sessions (of `sessions`, when given) from now on, from any process: each
      * element names the actions that changed, as they are now, the ids that are gone, and the counts.
@@ -175,17 +200,19 @@ export declare namespace Inbox {
 export class Inbox extends Context.Tag("effect-resolve/inbox/Inbox")<Inbox, Inbox.Service>() {
   /**
    * An inbox on the `PendingStore` in context, running the decisions of `kinds` (whose requirements the layer
-   * needs). Its change-feed poller, sweep and opened sessions live as long as the layer.
+   * needs). Its change-feed poller, sweep and opened sessions live as long as the layer. The options are checked
+   * when it is built (`InvalidOptions` names a misspelt key or a bad value).
    *
    * @since 0.3.0
    * @category layers
    */
   static readonly layer = <const Kinds extends ReadonlyArray<ActionKind.Any> = []>(
     options: Options<Kinds> = {}
-  ): Layer.Layer<Inbox, never, PendingStore | ActionKind.Requirements<Kinds>> =>
+  ): Layer.Layer<Inbox, InvalidOptions, PendingStore | ActionKind.Requirements<Kinds>> =>
     Layer.scoped(
       Inbox,
       Effect.gen(function*() {
+        yield* checkOptions("Inbox.layer", optionsSpec, options)
         const store = yield* PendingStore
         const context = yield* Effect.context<ActionKind.Requirements<Kinds>>()
         return yield* make(store, options.kinds ?? [], context as Context.Context<never>, options)
@@ -223,6 +250,42 @@ const storeFailed = (error: PendingStoreError) =>
 /** A store error from bad input (no cause) is the caller's; any other is the store's. */
 const queryOrStore = (error: PendingStoreError) =>
   error.cause === undefined ? new InvalidQuery({ message: error.detail }) : storeFailed(error)
+
+const decodeRequest = Schema.decodeUnknownEither(DecisionRequest, { errors: "first" })
+
+/**
+ * A decision request checked at run time (`decide` is called from code too, where the types do not hold): nested at
+ * most `bodyMaxDepth` levels (checked without recursion, before Schema, whose messages print the value), then
+ * decoded. Nothing is recorded before this passes.
+ */
+const checkRequest = (request: unknown): Effect.Effect<DecisionRequest, InvalidDecision> => {
+  const deep = tooDeepPath(request, bodyMaxDepth)
+  if (deep !== undefined) {
+    const field = capText(deep.slice(0, 6).join("."), 200)
+    return Effect.fail(
+      new InvalidDecision({
+        field,
+        message: `The decision nests objects or arrays more than ${bodyMaxDepth} levels deep (at ${
+          JSON.stringify(field)
+        }); nothing was recorded. Send a flatter amendment.`
+      })
+    )
+  }
+  const decoded = decodeRequest(request)
+  if (decoded._tag === "Right") return Effect.succeed(decoded.right)
+  const [issue] = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
+  const field = issue === undefined || issue.path.length === 0 ? "(root)" : issue.path.map(String).join(".")
+  return Effect.fail(
+    new InvalidDecision({
+      field,
+      message:
+        `The decision is not one the inbox takes: ${capText(field, 100)}: ${
+          capText(issue?.message ?? "could not be decoded", 500)
+        }. Send { action: "apply", reason, amendment? }, { action: "discard", reason } or { action: "snooze", ` +
+        `until: <epoch milliseconds> | null }; nothing was recorded.`
+    })
+  )
+}
 
 const notDecidableText = (status: PendingStatus): string =>
   status === "resolving" ?
@@ -479,7 +542,9 @@ export const make = (
         const session = yield* Effect.either(RcMap.get(runtimes, decision.session))
         if (session._tag === "Left") {
           return leftRequested(
-            `Recorded; the session could not be opened to run it now (${session.left.detail}). The inbox tries again.`
+            `Recorded; the session could not be opened to run it now (${
+              session.left._tag === "PendingStoreError" ? session.left.detail : session.left.message
+            }). The inbox tries again.`
           )
         }
         const params = { action: decision.action, reason: decision.reason, id: decision.actionId } as const
@@ -625,10 +690,11 @@ export const make = (
     const decide = (
       reviewer: ReviewerInfo,
       id: string,
-      request: DecisionRequest
+      unchecked: DecisionRequest
     ): Effect.Effect<DecisionResult, DecideError> =>
       Effect.gen(function*() {
         if (reviewer.permission !== "decide") return yield* forbidden()
+        const request = yield* checkRequest(unchecked)
         const listed = yield* listedOne(reviewer, id)
         const record = listed.record
         if (request.action === "snooze") return yield* snooze(reviewer, listed, request.until)
@@ -691,6 +757,18 @@ export const make = (
     const decideBatch = (reviewer: ReviewerInfo, request: BatchRequest) =>
       Effect.gen(function*() {
         if (reviewer.permission !== "decide") return yield* forbidden()
+        // Checked at run time (from code the types do not hold); each decision is then checked by `decide`.
+        const decisions: unknown = request !== null && typeof request === "object" ? request.decisions : undefined
+        if (
+          !Array.isArray(decisions) || decisions.length < 1 || decisions.length > batchMax ||
+          !decisions.every((item) => item !== null && typeof item === "object" && typeof item.id === "string")
+        ) {
+          return yield* new InvalidDecision({
+            field: "decisions",
+            message: `Send { decisions: [...] }: 1 to ${batchMax} decisions, each an object with the id of its ` +
+              "action; nothing was recorded."
+          })
+        }
         const results = yield* Effect.forEach(request.decisions, (item) => {
           const { id, ...single } = item
           return Effect.match(decide(reviewer, id, single as DecisionRequest), {

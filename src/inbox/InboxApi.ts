@@ -245,7 +245,8 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>("effect
 ) {}
 
 /**
- * A request body that is not JSON (`Content-Type: application/json`, a well-formed document). Nothing changed.
+ * A request body that is not JSON (`Content-Type: application/json`, a well-formed document), or that nests objects
+ * or arrays more than `bodyMaxDepth` levels deep. Nothing changed.
  *
  * @since 0.3.0
  * @category errors
@@ -253,6 +254,20 @@ export class PayloadTooLarge extends Schema.TaggedError<PayloadTooLarge>("effect
 export class MalformedRequest extends Schema.TaggedError<MalformedRequest>("effect-resolve/inbox/MalformedRequest")(
   "MalformedRequest",
   { message: Schema.String },
+  HttpApiSchema.annotations({ status: 400 })
+) {}
+
+/**
+ * A decision request the inbox refuses, given to `Inbox.decide` in code (over HTTP the same checks answer
+ * `HttpApiDecodeError`, 400): an unknown action, a missing or empty reason, a `snooze` time outside what a `Date`
+ * holds, a body nested too deeply. `field` names the first bad field. Nothing was recorded.
+ *
+ * @since 0.4.0
+ * @category errors
+ */
+export class InvalidDecision extends Schema.TaggedError<InvalidDecision>("effect-resolve/inbox/InvalidDecision")(
+  "InvalidDecision",
+  { field: Schema.String, message: Schema.String },
   HttpApiSchema.annotations({ status: 400 })
 ) {}
 
@@ -561,11 +576,41 @@ export const Reason = Schema.String.pipe(
 )
 
 /**
+ * The deepest a request body may nest objects and arrays (the body itself is level 0): deeper bodies are refused
+ * with `MalformedRequest` before anything decodes them.
+ *
+ * @since 0.4.0
+ * @category constants
+ */
+export const bodyMaxDepth = 64
+
+/**
+ * The largest time a JavaScript `Date` holds, in epoch milliseconds (+275760-09-13T00:00:00.000Z).
+ *
+ * @since 0.4.0
+ * @category constants
+ */
+export const dateMaxMillis = 8_640_000_000_000_000
+
+/**
+ * A `snooze` time: epoch milliseconds, a whole number from 0 to `dateMaxMillis` (what a `Date` holds).
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export const SnoozeUntil = EpochMillis.pipe(
+  Schema.lessThanOrEqualTo(dateMaxMillis, {
+    message: () =>
+      `must be a time a Date holds: epoch milliseconds from 0 to ${dateMaxMillis} (+275760-09-13T00:00:00.000Z)`
+  })
+).annotations({ description: "Epoch milliseconds, from 0 to 8640000000000000 (the largest Date)." })
+
+/**
  * What a reviewer decides about one action:
  * - `apply`, with a reason and, for a kind that takes one, an `amendment` (edit before apply);
  * - `discard`, with a reason;
- * - `snooze` ("not now"): hidden from the default list until `until` (epoch milliseconds; `null` ends a snooze);
- *   still pending for the model.
+ * - `snooze` ("not now"): hidden from the default list until `until` (epoch milliseconds, at most `dateMaxMillis`;
+ *   `null` ends a snooze); still pending for the model.
  *
  * @since 0.3.0
  * @category schemas
@@ -573,7 +618,7 @@ export const Reason = Schema.String.pipe(
 export const DecisionRequest = Schema.Union(
   Schema.Struct({ action: Schema.Literal("apply"), reason: Reason, amendment: Schema.optional(Schema.Unknown) }),
   Schema.Struct({ action: Schema.Literal("discard"), reason: Reason }),
-  Schema.Struct({ action: Schema.Literal("snooze"), until: Schema.NullOr(EpochMillis) })
+  Schema.Struct({ action: Schema.Literal("snooze"), until: Schema.NullOr(SnoozeUntil) })
 ).annotations({ identifier: "DecisionRequest" })
 
 /**
@@ -630,7 +675,7 @@ export const BatchRequest = Schema.Struct({
         amendment: Schema.optional(Schema.Unknown)
       }),
       Schema.Struct({ id: Schema.String, action: Schema.Literal("discard"), reason: Reason }),
-      Schema.Struct({ id: Schema.String, action: Schema.Literal("snooze"), until: Schema.NullOr(EpochMillis) })
+      Schema.Struct({ id: Schema.String, action: Schema.Literal("snooze"), until: Schema.NullOr(SnoozeUntil) })
     )
   ).pipe(Schema.minItems(1), Schema.maxItems(batchMax))
 })
@@ -690,12 +735,14 @@ export class ActionsGroup extends HttpApiGroup.make("actions")
       .addError(ActionNotDecidable)
       .addError(DecisionAlreadyRequested)
       .addError(AmendmentRejected)
+      .addError(InvalidDecision)
   )
   .add(
     HttpApiEndpoint.post("decideBatch", "/api/decisions")
       .setPayload(BatchRequest)
       .addSuccess(BatchResult)
       .addError(InboxForbidden)
+      .addError(InvalidDecision)
   )
   .addError(StoreUnavailable)
   .middleware(Authentication)

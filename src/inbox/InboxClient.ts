@@ -26,6 +26,7 @@ import type { ParseError } from "effect/ParseResult"
 import * as Redacted from "effect/Redacted"
 import * as Schema from "effect/Schema"
 import * as Stream from "effect/Stream"
+import { checkOptions, type InvalidOptions, type OptionsSpec } from "../domain/InvalidOptions.js"
 import { ChangedEvent, Counts, InboxApi } from "./InboxApi.js"
 
 /**
@@ -39,6 +40,33 @@ export interface Options {
   readonly token: Redacted.Redacted<string> | string
 }
 
+const isHttpUrl = (text: string): boolean => {
+  try {
+    const url = new URL(text)
+    return url.protocol === "http:" || url.protocol === "https:"
+  } catch {
+    return false
+  }
+}
+
+const optionsSpec: OptionsSpec = {
+  baseUrl: {
+    schema: Schema.String.pipe(Schema.filter(isHttpUrl)),
+    expected: "the inbox's address, an http(s) URL such as \"http://127.0.0.1:8080\"",
+    required: true
+  },
+  token: {
+    schema: Schema.Union(Schema.String.pipe(Schema.minLength(1)), Schema.declare(Redacted.isRedacted)),
+    expected: "a bearer token: a non-empty string, or a Redacted one",
+    required: true
+  }
+}
+
+const eventsSpec: OptionsSpec = {
+  ...optionsSpec,
+  sessions: { schema: Schema.Array(Schema.String), expected: "an array of session names (strings)" }
+}
+
 const authorized = (options: Options) =>
   HttpClient.mapRequest(
     HttpClientRequest.bearerToken(Redacted.isRedacted(options.token) ? Redacted.value(options.token) : options.token)
@@ -46,13 +74,19 @@ const authorized = (options: Options) =>
 
 /**
  * The typed client: `client.actions.list`, `.get`, `.decide`, `.decideBatch`; `client.session.me`, `.logout`.
- * Needs an `HttpClient` (`FetchHttpClient.layer`, or `NodeHttpClient.layerUndici`).
+ * Needs an `HttpClient` (`FetchHttpClient.layer`, or `NodeHttpClient.layerUndici`). The options are checked at run
+ * time (`InvalidOptions`: a misspelt key, a `baseUrl` that is not an http(s) URL, an empty token).
  *
  * @since 0.3.0
  * @category constructors
  */
 export const make = (options: Options) =>
-  HttpApiClient.make(InboxApi, { baseUrl: options.baseUrl, transformClient: authorized(options) })
+  Effect.zipRight(
+    checkOptions("InboxClient.make", optionsSpec, options),
+    Effect.suspend(() =>
+      HttpApiClient.make(InboxApi, { baseUrl: options.baseUrl, transformClient: authorized(options) })
+    )
+  )
 
 /**
  * One server-sent event of `GET /api/events`: `ready` with the counts, or `changed`.
@@ -88,8 +122,9 @@ const parseEvents = (text: string): ReadonlyArray<readonly [string, string]> =>
  */
 export const events = (
   options: Options & { readonly sessions?: ReadonlyArray<string> | undefined }
-): Stream.Stream<InboxEvent, HttpClientError | ParseError, HttpClient.HttpClient> =>
+): Stream.Stream<InboxEvent, HttpClientError | ParseError | InvalidOptions, HttpClient.HttpClient> =>
   Stream.unwrapScoped(Effect.gen(function*() {
+    yield* checkOptions("InboxClient.events", eventsSpec, options)
     const client = HttpClient.filterStatusOk(authorized(options)(yield* HttpClient.HttpClient))
     const url = new URL("/api/events", options.baseUrl)
     for (const session of options.sessions ?? []) url.searchParams.append("session", session)

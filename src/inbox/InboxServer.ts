@@ -10,7 +10,8 @@
  * 3. A state-changing request (not GET, HEAD or OPTIONS): an `Origin` (and `Sec-Fetch-Site`) of the inbox's own
  *    origin, and a cookie request must carry an `Origin`; else `CrossOriginRefused` (403).
  * 4. Its body: at most `maxBodyBytes` by its `Content-Length` (`PayloadTooLarge`, 413, before any of it is read; a
- *    chunked body, whose size is unknown until read, is refused), JSON (`MalformedRequest`, 400).
+ *    chunked body, whose size is unknown until read, is refused), JSON (`MalformedRequest`, 400), nested at most
+ *    `bodyMaxDepth` (64) levels deep (`MalformedRequest`, 400, checked without recursion before anything decodes it).
  *
  * Every response carries a Content-Security-Policy without inline script (`default-src 'none'; script-src 'self';
  * ...`), `X-Content-Type-Options: nosniff`, `Referrer-Policy: no-referrer`, `X-Frame-Options: DENY` and
@@ -59,9 +60,21 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { createServer, type Server as NodeServer } from "node:http"
+import {
+  boolean,
+  checkOptions,
+  duration,
+  type InvalidOptions,
+  type OptionsSpec,
+  text,
+  wholeNumber
+} from "../domain/InvalidOptions.js"
+import { capText } from "../internal/render.js"
+import { tooDeepPath } from "../internal/untrusted.js"
 import { Inbox } from "./Inbox.js"
 import {
   Authentication,
+  bodyMaxDepth,
   ChangedEvent,
   cookieName,
   Counts,
@@ -108,6 +121,24 @@ export interface Options {
   readonly shutdownTimeout?: Duration.DurationInput | undefined
 }
 
+const optionsSpec: OptionsSpec = {
+  port: wholeNumber(0, 65_535),
+  host: text,
+  allowedHosts: { schema: Schema.Array(Schema.String), expected: "an array of host names (strings)" },
+  maxBodyBytes: wholeNumber(1),
+  secureCookie: boolean,
+  auth: {
+    schema: Schema.Struct({
+      tokens: Schema.optional(Schema.UndefinedOr(Schema.Array(Schema.Unknown))),
+      loginTtl: Schema.optional(Schema.UndefinedOr(duration.schema)),
+      sessionTtl: Schema.optional(Schema.UndefinedOr(duration.schema))
+    }),
+    expected: "{ tokens?: an array of tokens; loginTtl?: a duration; sessionTtl?: a duration }"
+  },
+  heartbeat: duration,
+  shutdownTimeout: duration
+}
+
 /**
  * @since 0.3.0
  * @category tags
@@ -139,14 +170,15 @@ export class InboxServer extends Context.Tag("effect-resolve/inbox/InboxServer")
   InboxServer.Service
 >() {
   /**
-   * Serves the inbox in context until the layer's scope closes.
+   * Serves the inbox in context until the layer's scope closes. The options are checked first (`InvalidOptions`
+   * names a misspelt key or a bad value, such as a port outside 0–65535).
    *
    * @since 0.3.0
    * @category layers
    */
   static readonly layer = (
     options: Options = {}
-  ): Layer.Layer<InboxServer, ServeError | InvalidInboxConfig | Error, Inbox> =>
+  ): Layer.Layer<InboxServer, ServeError | InvalidInboxConfig | InvalidOptions | Error, Inbox> =>
     Layer.scoped(InboxServer, make(options))
 }
 
@@ -302,10 +334,23 @@ const guard = (
         return errorResponse(new MalformedRequest({ message: "The request body could not be read; send it again." }))
       }
       if (text.right !== "") {
+        let body: unknown
         try {
-          JSON.parse(text.right)
+          body = JSON.parse(text.right)
         } catch {
           return errorResponse(new MalformedRequest({ message: "The request body is not valid JSON." }))
+        }
+        // Refused before anything decodes it: Schema's decoding and its error messages walk a value recursively,
+        // and a body nested thousands of levels deep would overflow the stack (a 500) instead of a typed answer.
+        const deep = tooDeepPath(body, bodyMaxDepth)
+        if (deep !== undefined) {
+          return errorResponse(
+            new MalformedRequest({
+              message: `The request body nests objects or arrays more than ${bodyMaxDepth} levels deep (at ${
+                JSON.stringify(capText(deep.slice(0, 6).join("."), 200))
+              }); nothing was changed. Send a flatter body.`
+            })
+          )
         }
       }
     }
@@ -470,8 +515,9 @@ const pageRoutes = (assets: Page.Assets) =>
  */
 export const make = (
   options: Options = {}
-): Effect.Effect<InboxServer.Service, ServeError | InvalidInboxConfig | Error, Inbox | Scope.Scope> =>
+): Effect.Effect<InboxServer.Service, ServeError | InvalidInboxConfig | InvalidOptions | Error, Inbox | Scope.Scope> =>
   Effect.gen(function*() {
+    yield* checkOptions("InboxServer.layer", optionsSpec, options)
     const inbox = yield* Inbox
     const auth = yield* makeAuth(options.auth)
     const assets = yield* Page.load

@@ -51,18 +51,55 @@ export const show = (value: unknown): string => {
 }
 
 /**
- * The top-level key (`"(root)"` for an array) whose value nests objects or arrays more than `maxDepth` levels
- * deep. Iterative and bounded: it gives up (answers `undefined`) past 100 000 values on one level.
+ * The path to the first value that nests objects or arrays more than `maxDepth` levels below `input` (`input` is
+ * level 0; an object or array at level `maxDepth` holding anything is too deep), or `undefined` when none does.
+ * Iterative (an explicit stack, never recursion, so a value nested 100 000 levels deep is answered, not a stack
+ * overflow), and it looks at every value: there is no width past which it gives up. Own enumerable keys only;
+ * cycles and shared parts end (a cycle is too deep).
  */
-export const tooDeepField = (input: unknown, maxDepth: number): string | undefined => {
+export const tooDeepPath = (input: unknown, maxDepth: number): ReadonlyArray<string> | undefined => {
   if (input === null || typeof input !== "object") return undefined
-  const fields = Array.isArray(input) ? [["(root)", input] as const] : Object.entries(input)
-  for (const [key, value] of fields) {
-    let level: Array<unknown> = [value]
-    for (let depth = 0; level.length > 0 && level.length <= 100_000; depth++) {
-      if (depth > maxDepth) return key
-      level = level.flatMap((item) => item !== null && typeof item === "object" ? Object.values(item) : [])
+  // Every object seen, with its depth, its parent's index and its key there: the path is rebuilt from them.
+  const values: Array<object> = [input]
+  const depths: Array<number> = [0]
+  const parents: Array<number> = [-1]
+  const keys: Array<string> = [""]
+  const stack: Array<number> = [0]
+  // The greatest depth each object was met at: an object shared (or a cycle) is walked again only from deeper (where
+  // it could be too deep), so a value built by code with shared parts costs at most `maxDepth` walks of each part,
+  // not one per path.
+  const seen = new WeakMap<object, number>([[input, 0]])
+  const pathTo = (index: number, key: string): ReadonlyArray<string> => {
+    const path = [key]
+    for (let at = index; at > 0; at = parents[at]!) path.push(keys[at]!)
+    return path.reverse()
+  }
+  while (stack.length > 0) {
+    const index = stack.pop()!
+    const value = values[index]!
+    const depth = depths[index]!
+    for (const key of Object.keys(value)) {
+      if (depth >= maxDepth) return pathTo(index, key)
+      const child: unknown = (value as Record<string, unknown>)[key]
+      if (child !== null && typeof child === "object" && (seen.get(child) ?? -1) < depth + 1) {
+        seen.set(child, depth + 1)
+        stack.push(values.length)
+        values.push(child)
+        depths.push(depth + 1)
+        parents.push(index)
+        keys.push(key)
+      }
     }
   }
   return undefined
+}
+
+/**
+ * The top-level key (`"(root)"` for an array) whose value nests objects or arrays more than `maxDepth` levels
+ * deep (the key's value is level 0). Iterative and complete (see `tooDeepPath`).
+ */
+export const tooDeepField = (input: unknown, maxDepth: number): string | undefined => {
+  if (input === null || typeof input !== "object") return undefined
+  if (Array.isArray(input)) return tooDeepPath(input, maxDepth) === undefined ? undefined : "(root)"
+  return tooDeepPath(input, maxDepth + 1)?.[0]
 }

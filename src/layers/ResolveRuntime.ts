@@ -16,10 +16,12 @@
  *
  * @since 0.1.0
  */
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import type { PendingStoreError } from "../domain/Errors.js"
+import { checkOptions, type InvalidOptions } from "../domain/InvalidOptions.js"
 import type * as ActionKind from "../services/ActionKind.js"
-import { type DurableOptions, PendingActions } from "../services/PendingActions.js"
+import { type DurableOptions, durableSpec, PendingActions } from "../services/PendingActions.js"
 import type { PendingStore } from "../services/PendingStore.js"
 import { StandingResolveHandler } from "../services/StandingResolveHandler.js"
 import { SteeringBus } from "../services/SteeringBus.js"
@@ -76,8 +78,13 @@ export const layerWith = (options: { readonly retainSettled?: number }): Layer.L
  */
 export const layerDurable = <const Kinds extends ReadonlyArray<ActionKind.Any> = []>(
   options: DurableOptions<Kinds>
-): Layer.Layer<Services, PendingStoreError, PendingStore | ActionKind.Requirements<Kinds>> =>
-  Layer.provideMerge(PendingActions.layerDurable(options), base)
+): Layer.Layer<Services, PendingStoreError | InvalidOptions, PendingStore | ActionKind.Requirements<Kinds>> =>
+  Layer.provideMerge(
+    Layer.unwrapEffect(
+      Effect.as(checkOptions("ResolveRuntime.layerDurable", durableSpec, options), PendingActions.layerDurable(options))
+    ),
+    base
+  )
 
 /**
  * `layerDurable` with the store given as an argument, and provided too.
@@ -88,5 +95,10 @@ export const layerDurable = <const Kinds extends ReadonlyArray<ActionKind.Any> =
  */
 export const durable = <const Kinds extends ReadonlyArray<ActionKind.Any> = [], E = never, R = never>(
   options: DurableOptions<Kinds> & { readonly store: Layer.Layer<PendingStore, E, R> }
-): Layer.Layer<Services | PendingStore, PendingStoreError | E, R | ActionKind.Requirements<Kinds>> =>
-  Layer.provideMerge(layerDurable(options), options.store)
+): Layer.Layer<Services | PendingStore, PendingStoreError | InvalidOptions | E, R | ActionKind.Requirements<Kinds>> =>
+  Layer.provideMerge(layerDurable(withoutStore(options)), options.store)
+
+const withoutStore = <T extends { readonly store: unknown }>(options: T): Omit<T, "store"> => {
+  const { store: _, ...rest } = options
+  return rest
+}

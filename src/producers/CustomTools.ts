@@ -52,6 +52,7 @@ import {
   toStrict,
   withoutValueBounds
 } from "../internal/strictSchema.js"
+import { tooDeepField } from "../internal/untrusted.js"
 import { type PendingActions, stage as stagePreview } from "../services/PendingActions.js"
 import * as Preview from "../services/Preview.js"
 import type { ToolDefinition } from "../tools/ToolDefinition.js"
@@ -556,6 +557,9 @@ const decodeWith = (tool: CustomTool, params: unknown): Either.Either<unknown, I
   )
 }
 
+/** How deep a call's arguments may nest before they are refused without being decoded. */
+const argumentsMaxDepth = 64
+
 const adapt = (tool: CustomTool, strict: StrictSchema): CustomToolDefinition => ({
   name: tool.name,
   label: tool.label ?? tool.name,
@@ -565,6 +569,16 @@ const adapt = (tool: CustomTool, strict: StrictSchema): CustomToolDefinition => 
     Effect.gen(function*() {
       const invalid = checkParams(tool.name, strict.schema, strict.optional, input)
       if (Option.isSome(invalid)) return yield* invalid.value
+      // Schema's error messages print the offending value recursively: a value nested thousands of levels deep
+      // would overflow the stack (a defect instead of a typed error), so it is refused first, without recursion.
+      const deep = tooDeepField(input, argumentsMaxDepth)
+      if (deep !== undefined) {
+        return yield* new InvalidCustomToolParams({
+          tool: tool.name,
+          field: deep,
+          problem: `is nested deeper than ${argumentsMaxDepth} levels`
+        })
+      }
       const params = yield* decodeWith(tool, strict.decode(input))
       const runtime = yield* Effect.runtime<PendingActions>()
       const value = yield* Effect.tryPromise({

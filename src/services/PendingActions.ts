@@ -45,10 +45,21 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Queue from "effect/Queue"
+import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
 import type { PendingStoreError } from "../domain/Errors.js"
+import {
+  checkOptions,
+  duration,
+  durationAtLeast,
+  type InvalidOptions,
+  kinds as kindsSpec,
+  type OptionsSpec,
+  text,
+  wholeNumber
+} from "../domain/InvalidOptions.js"
 import type { PendingStatus } from "../domain/PendingRecord.js"
 import type { ResolveError, ResolveParams } from "../domain/ResolveParams.js"
 import type * as ToolResult from "../domain/ToolResult.js"
@@ -253,12 +264,13 @@ export class PendingActions extends Context.Tag("effect-resolve/PendingActions")
     options: DurableOptions<Kinds>
   ): Layer.Layer<
     PendingActions,
-    PendingStoreError,
+    PendingStoreError | InvalidOptions,
     ToolChoiceQueue | SteeringBus | PendingStore | ActionKind.Requirements<Kinds>
   > =>
     Layer.scoped(
       PendingActions,
       Effect.gen(function*() {
+        yield* checkOptions("PendingActions.layerDurable", durableSpec, options)
         const store = yield* PendingStore
         const kindContext = yield* Effect.context<ActionKind.Requirements<Kinds>>()
         return yield* make({
@@ -273,6 +285,30 @@ export class PendingActions extends Context.Tag("effect-resolve/PendingActions")
         })
       })
     )
+}
+
+/**
+ * What `layerDurable` checks its options against, at run time (see `InvalidOptions`).
+ *
+ * @since 0.4.0
+ * @category option specs
+ * @internal
+ */
+export const durableSpec: OptionsSpec = {
+  session: { ...text, required: true },
+  kinds: kindsSpec,
+  lease: durationAtLeast(3),
+  retainSettled: wholeNumber(0),
+  retention: {
+    schema: Schema.Union(
+      Schema.Literal("keep-all"),
+      Schema.Struct({
+        keepLast: Schema.optional(Schema.UndefinedOr(Schema.Int.pipe(Schema.nonNegative()))),
+        maxAge: Schema.optional(Schema.UndefinedOr(duration.schema))
+      })
+    ),
+    expected: "\"keep-all\" or { keepLast?: a whole number, 0 or more; maxAge?: a duration }"
+  }
 }
 
 /**

@@ -16,7 +16,10 @@
  * @since 0.1.0
  */
 import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
+import * as Schema from "effect/Schema"
+import { checkOptions, InvalidOptions, oneOf, type OptionsSpec, wholeNumber } from "../domain/InvalidOptions.js"
 
 /**
  * @since 0.1.0
@@ -73,6 +76,22 @@ const defaults: ResolveConfigShape = {
   }
 }
 
+const spec: OptionsSpec = {
+  discardWithoutPending: oneOf("fail", "succeed"),
+  enforcement: oneOf("force", "soft"),
+  maxErrorRequeues: wholeNumber(0),
+  maxForcedTurns: wholeNumber(0),
+  maxTurns: wholeNumber(1),
+  modelCapabilities: {
+    schema: Schema.Struct({
+      supportsNamedToolChoice: Schema.Boolean,
+      supportsRequiredToolChoice: Schema.Boolean,
+      supportsNoneToolChoice: Schema.Boolean
+    }),
+    expected: "{ supportsNamedToolChoice, supportsRequiredToolChoice, supportsNoneToolChoice }, each true or false"
+  }
+}
+
 /**
  * The ResolveConfig reference.
  *
@@ -90,11 +109,22 @@ export class ResolveConfig extends Context.Reference<ResolveConfig>()("effect-re
   static readonly defaults: ResolveConfigShape = defaults
 
   /**
-   * A layer that sets the given options over the defaults.
+   * A layer that sets the given options over the defaults. The options are checked when it is built (a JavaScript
+   * caller's misspelt key or negative bound): `InvalidOptions` names the key, what it allows and what it got. An
+   * option given as `undefined` keeps its default.
    *
    * @since 0.1.0
    * @category layers
    */
-  static readonly layer = (options: Partial<ResolveConfigShape>): Layer.Layer<ResolveConfig> =>
-    Layer.succeed(ResolveConfig, { ...defaults, ...options })
+  static readonly layer = (options: Partial<ResolveConfigShape>): Layer.Layer<ResolveConfig, InvalidOptions> =>
+    Layer.effect(
+      ResolveConfig,
+      Effect.zipRight(
+        checkOptions("ResolveConfig.layer", spec, options),
+        Effect.sync(() => ({
+          ...defaults,
+          ...Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined))
+        }))
+      )
+    )
 }

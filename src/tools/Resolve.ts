@@ -238,15 +238,28 @@ export const nothingToDiscardText = "Nothing to discard; no pending action remai
 export type ResolveServices = PendingActions | ToolChoiceQueue | StandingResolveHandler
 
 /**
- * The `resolve` program on decoded parameters: the pending action `params.id` names (`UnknownPendingAction` /
- * `PendingActionNotPending` when it cannot be resolved), else the most recent pending one, else the in-flight
- * directive's handler (`onInvoked`), else the standing handler, else `NoPendingAction`. Interrupting it before the
- * action's `apply` commits leaves the action pending.
+ * The `resolve` program: the pending action `params.id` names (`UnknownPendingAction` / `PendingActionNotPending`
+ * when it cannot be resolved), else the most recent pending one, else the in-flight directive's handler
+ * (`onInvoked`), else the standing handler, else `NoPendingAction`. Interrupting it before the action's `apply`
+ * commits leaves the action pending.
+ *
+ * `params` is checked at run time first, as the model's input is (`decodeResolveParams`): from JavaScript, or
+ * through `as any`, `{ action: "approve" }` fails with the same `InvalidResolveParams` the model would get, and
+ * nothing is resolved.
  *
  * @since 0.1.0
  * @category programs
  */
 export const resolve = (
+  params: ResolveParams
+): Effect.Effect<ToolResult.ToolResult, ResolveError | InvalidResolveParams, ResolveServices> => {
+  // The common call is checked without Schema (bench/).
+  const checked = decodeCommon(params)
+  return checked !== undefined ? resolveDecoded(checked) : Effect.flatMap(decodeResolveParams(params), resolveDecoded)
+}
+
+/** `resolve` on parameters already decoded. */
+const resolveDecoded = (
   params: ResolveParams
 ): Effect.Effect<ToolResult.ToolResult, ResolveError, ResolveServices> =>
   // Untraced: a span per call cost about 8 µs and a captured stack 12 µs more (bench/); the turn driver's
@@ -351,7 +364,7 @@ export const ResolveTool = {
   execute: (input: unknown) => {
     // The common call skips a step of the run loop (bench/).
     const fast = decodeCommon(input)
-    return fast !== undefined ? resolve(fast) : Effect.flatMap(decodeResolveParams(input), resolve)
+    return fast !== undefined ? resolveDecoded(fast) : Effect.flatMap(decodeResolveParams(input), resolveDecoded)
   }
 } as const satisfies ToolDefinition<ResolveError | InvalidResolveParams, ResolveServices>
 

@@ -267,10 +267,90 @@ describe.skipIf(skip !== undefined)(
           await page.locator("#d-label", { hasText: "Note: other" }).waitFor()
           await page.keyboard.press("e")
           await page.fill("#amendment", JSON.stringify({ text: 42 }))
+          await page.fill("#reason", "A number instead.")
           await page.click("#apply")
           await page.locator("#d-result.error", { hasText: "does not match" }).waitFor()
           assert.deepStrictEqual(await Effect.runPromise(setup.inbox.store.decisions(other)), [])
           assert.deepStrictEqual(errors.filter((e) => !e.includes("422")), [])
+          await context.close()
+        }
+      },
+      180_000
+    )
+
+    it(
+      "a refused (stale) edit before apply keeps the reviewer's text: reopened, elsewhere and back, until discarded or applied",
+      async () => {
+        {
+          const { context, errors, page } = await openPage(browser, setup)
+          const file = path.join(setup.workspace, "kept.txt")
+          fs.writeFileSync(file, "alpha\nbeta\n")
+          const { id } = await worker.ask({
+            op: "edit",
+            session: "agent-kept",
+            path: "kept.txt",
+            oldText: "beta",
+            newText: "BETA"
+          })
+          const { id: other } = await worker.ask({
+            op: "note",
+            session: "agent-kept",
+            text: "other",
+            label: "Note: kept elsewhere",
+            preview: "+ other"
+          })
+          await item(page, id).click()
+          await page.locator("#d-label", { hasText: "Edit: 1 replacement in 1 file" }).waitFor()
+          const box = page.locator("#amend-files textarea[data-path=\"kept.txt\"]")
+          // No reason: nothing is sent, and the page asks for one (it never writes one for the reviewer).
+          await page.click("#apply")
+          await page.locator("#d-result.error", { hasText: "Write a reason first" }).waitFor()
+          assert.deepStrictEqual(await Effect.runPromise(setup.inbox.store.decisions(id)), [])
+          await page.keyboard.press("Escape")
+          await page.keyboard.press("e")
+          await box.waitFor()
+          assert.strictEqual(await box.inputValue(), "alpha\nBETA\n")
+          const mine = "alpha\nbeta, as the reviewer wrote it\n"
+          await box.fill(mine)
+          await page.fill("#reason", "My wording.")
+          // The file changes under the preview: the apply is refused as stale, nothing is written.
+          fs.writeFileSync(file, "alpha\nbeta\ngamma\n")
+          await page.click("#apply")
+          await page.locator("#d-result.error", { hasText: "stale" }).waitFor({ timeout: 30_000 })
+          assert.strictEqual(fs.readFileSync(file, "utf8"), "alpha\nbeta\ngamma\n")
+          assert.strictEqual(await box.inputValue(), mine, "the editor stays open with the reviewer's text")
+          assert.strictEqual(await page.inputValue("#reason"), "My wording.")
+          // Closing and reopening the editor keeps it (it was refilled from the draft).
+          await page.locator("#d-decisions li", { hasText: "failed" }).waitFor()
+          await page.keyboard.press("Escape")
+          await page.keyboard.press("e")
+          await box.waitFor({ state: "hidden" })
+          await page.keyboard.press("e")
+          await box.waitFor()
+          assert.strictEqual(await box.inputValue(), mine)
+          // So does looking at another action and coming back.
+          await item(page, other).click()
+          await page.locator("#d-label", { hasText: "Note: kept elsewhere" }).waitFor()
+          await item(page, id).click()
+          await page.locator("#d-label", { hasText: "Edit: 1 replacement in 1 file" }).waitFor()
+          await page.keyboard.press("e")
+          await box.waitFor()
+          assert.strictEqual(await box.inputValue(), mine)
+          // Discarding the changes starts from the draft again; typing them again and applying writes them.
+          await page.click("#amend-reset")
+          assert.strictEqual(await box.inputValue(), "alpha\nBETA\n")
+          await box.fill(mine)
+          fs.writeFileSync(file, "alpha\nbeta\n")
+          await page.fill("#reason", "My wording, again.")
+          await page.click("#apply")
+          await page.locator("#d-result:not(.error)", { hasText: "Applied" }).waitFor({ timeout: 30_000 })
+          assert.strictEqual(fs.readFileSync(file, "utf8"), mine)
+          const decisions = await Effect.runPromise(setup.inbox.store.decisions(id))
+          assert.deepStrictEqual(decisions.map((d) => [d.reason, d.state]), [["My wording.", "failed"], [
+            "My wording, again.",
+            "done"
+          ]])
+          assert.deepStrictEqual(errors, [])
           await context.close()
         }
       },

@@ -6,7 +6,7 @@
  */
 import * as FetchHttpClient from "@effect/platform/FetchHttpClient"
 import { afterEach, assert, beforeEach, describe, it } from "@effect/vitest"
-import { type Context, Effect, Exit, Layer, Option, Scope, Stream } from "effect"
+import { Cause, type Context, Effect, Exit, Layer, Option, Scope, Stream } from "effect"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import * as net from "node:net"
@@ -740,6 +740,110 @@ describe("deciding", () => {
     } finally {
       await failing.close()
     }
+  })
+})
+
+describe("bad input never reaches a 500", () => {
+  /** `levels` arrays, one inside the other, as JSON text (built as text: the value is never made in this process). */
+  const nestedJson = (levels: number) => "[".repeat(levels) + "]".repeat(levels)
+  const snoozedIds = async () =>
+    (await get(running, "/api/actions?snoozed=only", tokens.owner)).json.items.map((i: any) => i.id)
+
+  it("a body nested 50 000 levels deep in amendment, reason or until: a typed 400 naming where; nothing recorded", async () => {
+    const id = await stage("s1", "a")
+    const deep = nestedJson(50_000)
+    const bodies = [
+      `{"action":"apply","reason":"x","amendment":${deep}}`,
+      `{"action":"apply","reason":"x","amendment":{"text":${deep}}}`,
+      `{"action":"apply","reason":${deep}}`,
+      `{"action":"discard","reason":${deep}}`,
+      `{"action":"snooze","until":${deep}}`
+    ]
+    for (const body of bodies) {
+      const answer = await request(running, "POST", `/api/actions/${id}/decision`, {
+        headers: bearer(tokens.owner, true),
+        body
+      })
+      expectError(answer, 400, "MalformedRequest")
+      assert.include(answer.json.message, "more than 64 levels deep")
+      assert.include(answer.json.message, JSON.parse(body).action === "snooze" ? "\"until." : "")
+    }
+    // In a batch too.
+    const batch = await request(running, "POST", "/api/decisions", {
+      headers: bearer(tokens.owner, true),
+      body: `{"decisions":[{"id":"${id}","action":"apply","reason":"x","amendment":${deep}}]}`
+    })
+    expectError(batch, 400, "MalformedRequest")
+    assert.include(batch.json.message, "decisions.0.amendment")
+    assert.strictEqual(await statusOf(id), "pending")
+    assert.deepStrictEqual(await decisionsOf(id), [])
+    assert.deepStrictEqual(await snoozedIds(), [])
+    assert.strictEqual(notes(), "")
+    // A body at the limit is decoded as usual (a typed decode error here, not a refusal for its depth).
+    const atLimit = await request(running, "POST", `/api/actions/${id}/decision`, {
+      headers: bearer(tokens.owner, true),
+      body: `{"action":"apply","reason":"x","amendment":{"text":${nestedJson(62)}}}`
+    })
+    expectError(atLimit, 422, "AmendmentRejected")
+    // What still applies works.
+    const fine = await post(running, `/api/actions/${id}/decision`, tokens.owner, { action: "apply", reason: "Go." })
+    assert.strictEqual(fine.json.outcome, "applied", fine.text)
+  })
+
+  it("Inbox.decide from code: a deep or ill-typed request is a typed InvalidDecision; nothing recorded", async () => {
+    const id = await stage("s1", "a")
+    let deep: unknown = 1
+    for (let i = 0; i < 50_000; i++) deep = [deep]
+    const reviewer = { name: "ann", permission: "decide" as const, sessions: Option.none() }
+    const refused = [
+      [{ action: "apply", reason: "x", amendment: deep }, "amendment"],
+      [{ action: "apply", reason: deep }, "reason"],
+      [{ action: "snooze", until: deep }, "until"],
+      [{ action: "snooze", until: 8.64e15 + 1 }, "until"],
+      [{ action: "snooze", until: 1e300 }, "until"],
+      [{ action: "approve", reason: "x" }, "action"],
+      [{ action: "apply", reason: "" }, "reason"]
+    ] as const
+    for (const [request, field] of refused) {
+      const exit = await Effect.runPromiseExit(running.inbox.decide(reviewer, id, request as any))
+      assert.isTrue(Exit.isFailure(exit), JSON.stringify(field))
+      const error = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
+      assert.strictEqual(Option.getOrThrow(error)._tag, "InvalidDecision", String(exit))
+      assert.strictEqual((Option.getOrThrow(error) as any).field.split(".")[0], field)
+    }
+    for (const batch of [{ decisions: "x" }, { decisions: [] }, { decisions: [null] }, null]) {
+      const exit = await Effect.runPromiseExit(running.inbox.decideBatch(reviewer, batch as any))
+      const error = Exit.isFailure(exit) ? Cause.failureOption(exit.cause) : Option.none()
+      assert.strictEqual(Option.getOrThrow(error)._tag, "InvalidDecision", String(exit))
+    }
+    const batch = await Effect.runPromise(
+      running.inbox.decideBatch(reviewer, { decisions: [{ id, action: "snooze", until: 8.64e15 + 1 }] } as any)
+    )
+    assert.strictEqual(batch.results[0]!.error.pipe(Option.map((e) => e._tag), Option.getOrNull), "InvalidDecision")
+    assert.strictEqual(await statusOf(id), "pending")
+    assert.deepStrictEqual(await decisionsOf(id), [])
+    assert.deepStrictEqual(await snoozedIds(), [])
+  })
+
+  it("snooze until past the largest Date (8.64e15 + 1 ms, year 300 000): a typed 400, nothing recorded", async () => {
+    const id = await stage("s1", "a")
+    for (const until of [8.64e15 + 1, 9_000_000_000_000_000, 300_000 * 365.25 * 86_400_000]) {
+      const answer = await post(running, `/api/actions/${id}/decision`, tokens.owner, { action: "snooze", until })
+      expectError(answer, 400, "HttpApiDecodeError")
+      assert.deepStrictEqual(await snoozedIds(), [])
+    }
+    const batch = await post(running, "/api/decisions", tokens.owner, {
+      decisions: [{ id, action: "snooze", until: 8.64e15 + 1 }]
+    })
+    expectError(batch, 400, "HttpApiDecodeError")
+    assert.include(batch.text, "must be a time a Date holds")
+    assert.deepStrictEqual(await snoozedIds(), [])
+    // The largest Date itself is a time one may snooze until.
+    const last = await post(running, `/api/actions/${id}/decision`, tokens.owner, { action: "snooze", until: 8.64e15 })
+    assert.strictEqual(last.json.outcome, "snoozed", last.text)
+    assert.include(last.json.message, "+275760-09-13T00:00:00.000Z")
+    assert.deepStrictEqual(await snoozedIds(), [id])
+    assert.strictEqual(await statusOf(id), "pending")
   })
 })
 

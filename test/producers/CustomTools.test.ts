@@ -582,6 +582,23 @@ describe("custom tools with Effect Schema parameters", () => {
       deepStrictEqual(seen, [])
     }).pipe(Effect.provide(ResolveRuntime.layer)))
 
+  it.effect("arguments nested 50 000 levels deep are InvalidCustomToolParams naming the field, not a stack overflow", () =>
+    Effect.gen(function*() {
+      const tag = CustomTools.make({
+        name: "tag",
+        description: "Tag a service.",
+        parameters: Schema.Struct({ service: Schema.String, tags: Schema.Array(Schema.String) }),
+        execute: async ({ service }) => `Would tag ${service}.`
+      })
+      const [tool] = yield* CustomTools.registerCustomTools([tag])
+      let deep: unknown = "x"
+      for (let i = 0; i < 50_000; i++) deep = [deep]
+      const error = yield* Effect.flip(tool!.execute({ service: "api", tags: deep }))
+      assert.instanceOf(error, CustomTools.InvalidCustomToolParams)
+      assert.strictEqual((error as CustomTools.InvalidCustomToolParams).field, "tags")
+      assert.include(error.message, "nested deeper than")
+    }).pipe(Effect.provide(ResolveRuntime.layer)))
+
   it.effect("a Schema without a JSON Schema is InvalidCustomTool with JSONSchema.make's message and what to do", () =>
     Effect.gen(function*() {
       const transfer = CustomTools.make({

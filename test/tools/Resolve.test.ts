@@ -560,6 +560,37 @@ describe("resolve", () => {
         }).pipe(Effect.provide(ResolveRuntime.layer)))
     }
 
+    it.effect("the typed resolve, called from JavaScript (as any): the same InvalidResolveParams as the model gets, nothing changed", () =>
+      Effect.gen(function*() {
+        const calls = yield* Ref.make(0)
+        const handle = yield* stageAndServe({
+          ...edit,
+          apply: () => Effect.as(Ref.update(calls, (n) => n + 1), ToolResult.text("applied")),
+          reject: () => Effect.as(Ref.update(calls, (n) => n + 1), Option.none())
+        })
+        const before = yield* snapshot(handle)
+        // Once silently a discard: any action but "apply" discarded.
+        const approve = yield* Effect.flip(resolve({ action: "approve", reason: "Looks good." } as any))
+        assert.instanceOf(approve, InvalidResolveParams)
+        assert.strictEqual(
+          approve.message,
+          (yield* Effect.flip(ResolveTool.execute({ action: "approve", reason: "Looks good." }))).message
+        )
+        assert.include(approve.message, "action: must be \"apply\" or \"discard\", got \"approve\"")
+        assert.strictEqual(yield* handle.status, "pending")
+        for (const { input } of [...invalidInputs, { input: { action: "approve" } }, { input: null }]) {
+          const typed = yield* Effect.flip(resolve(input as any))
+          const model = yield* Effect.flip(ResolveTool.execute(input))
+          assert.instanceOf(typed, InvalidResolveParams)
+          deepStrictEqual(typed, model)
+        }
+        deepStrictEqual(yield* snapshot(handle), before)
+        assert.strictEqual(yield* Ref.get(calls), 0)
+        // A valid typed call still resolves it.
+        assert.strictEqual(ToolResult.textOf(yield* resolve({ action: "apply", reason: "ok" })), "applied")
+        assert.strictEqual(yield* handle.status, "applied")
+      }).pipe(Effect.provide(ResolveRuntime.layer)))
+
     it.effect("every message states the call in the wire form the model was sent (ResolveTool.parameters)", () =>
       Effect.gen(function*() {
         const hint = "Call resolve with { \"action\": \"apply\" | \"discard\", \"reason\": \"<one sentence>\", " +

@@ -26,6 +26,9 @@ const state = {
   editing: false,
   // While editing a draft of the form { files: [{ path, text }] }: each file's drafted text, one text box each.
   draftFiles: null,
+  // The reviewer's own amended text, by action id ({ paths, texts: one per box } or { json }): kept when the editor
+  // closes, another action is selected, or an apply is refused, until the reviewer discards it or an apply succeeds.
+  edits: new Map(),
   busy: false
 }
 
@@ -271,6 +274,7 @@ const loadDetail = async (id) => {
 
 const select = async (id, open) => {
   if (state.selected !== id) {
+    keepEdits()
     state.editing = false
     state.draftFiles = null
     $("amendment").value = ""
@@ -309,27 +313,47 @@ const decide = async (body) => {
       body: JSON.stringify(body)
     })
     showResult(result.message, result.outcome === "failed")
-    state.editing = false
-    $("reason").value = ""
+    if (result.outcome === "failed") {
+      // Refused (a stale preview, a failing apply): the reviewer's reason and amended text stay as they are.
+      keepEdits()
+    } else {
+      state.editing = false
+      state.edits.delete(detail.id)
+      $("reason").value = ""
+    }
   } catch (error) {
     showResult(error.message, true)
+    keepEdits()
   } finally {
     state.busy = false
   }
   await Promise.all([loadList(), loadDetail(detail.id)])
 }
 
-const reasonFor = (fallback) => $("reason").value.trim() || fallback
+// The reviewer's reason, which the agent is told as written. The inbox never writes one for them: with an empty box
+// nothing is sent, and the page asks for one.
+const reasonOrAsk = () => {
+  const reason = $("reason").value.trim()
+  if (reason === "") {
+    showResult("Write a reason first: one sentence, told to the agent as you write it. Nothing was sent.", true)
+    $("reason").focus()
+    return null
+  }
+  return reason
+}
 
 const apply = () => {
+  if (state.detail === null || state.busy) return
   if (state.editing && state.draftFiles !== null) {
     // Only the files the reviewer changed are amended; the others are written as previewed.
     const boxes = [...$("amend-files").querySelectorAll("textarea")]
     const files = state.draftFiles
       .map((file, i) => ({ path: file.path, text: boxes[i].value }))
       .filter((file, i) => file.text !== state.draftFiles[i].text)
-    if (files.length === 0) return decide({ action: "apply", reason: reasonFor("Approved in the inbox.") })
-    return decide({ action: "apply", reason: reasonFor("Applied with changes from the inbox."), amendment: { files } })
+    const reason = reasonOrAsk()
+    if (reason === null) return
+    if (files.length === 0) return decide({ action: "apply", reason })
+    return decide({ action: "apply", reason, amendment: { files } })
   }
   if (state.editing) {
     let amendment
@@ -339,12 +363,21 @@ const apply = () => {
       showResult("The amendment is not valid JSON.", true)
       return
     }
-    return decide({ action: "apply", reason: reasonFor("Applied with changes from the inbox."), amendment })
+    const reason = reasonOrAsk()
+    if (reason === null) return
+    return decide({ action: "apply", reason, amendment })
   }
-  return decide({ action: "apply", reason: reasonFor("Approved in the inbox.") })
+  const reason = reasonOrAsk()
+  if (reason === null) return
+  return decide({ action: "apply", reason })
 }
 
-const discard = () => decide({ action: "discard", reason: reasonFor("Rejected in the inbox.") })
+const discard = () => {
+  if (state.detail === null || state.busy) return
+  const reason = reasonOrAsk()
+  if (reason === null) return
+  return decide({ action: "discard", reason })
+}
 
 const snooze = () => decide({ action: "snooze", until: Date.now() + Number($("snooze-for").value) })
 
@@ -353,31 +386,68 @@ const isFilesDraft = (draft) =>
   draft !== null && typeof draft === "object" && Array.isArray(draft.files) && draft.files.length > 0 &&
   draft.files.every((file) => file !== null && typeof file.path === "string" && typeof file.text === "string")
 
+/**
+ * Remembers what the reviewer wrote in the open editor (nothing when it equals the draft), so that closing and
+ * reopening the editor, selecting another action, or a refused apply never loses it.
+ */
+const keepEdits = () => {
+  const detail = state.detail
+  if (!state.editing || detail === null) return
+  if (state.draftFiles !== null) {
+    const texts = [...$("amend-files").querySelectorAll("textarea")].map((box) => box.value)
+    const changed = texts.some((text, i) => text !== state.draftFiles[i]?.text)
+    if (changed) state.edits.set(detail.id, { paths: state.draftFiles.map((file) => file.path), texts })
+    else state.edits.delete(detail.id)
+  } else {
+    const draft = detail.amendmentDraft
+    const json = $("amendment").value
+    if (json !== (draft === null ? "{}" : JSON.stringify(draft, null, 2))) state.edits.set(detail.id, { json })
+    else state.edits.delete(detail.id)
+  }
+}
+
+/** Fills the editor from the action's draft, then with the reviewer's kept text, if any. */
+const fillEditor = () => {
+  const draft = state.detail?.amendmentDraft ?? null
+  const kept = state.edits.get(state.detail?.id)
+  state.draftFiles = isFilesDraft(draft) ? draft.files.map((file) => ({ path: file.path, text: file.text })) : null
+  const keptTexts = kept?.texts !== undefined && state.draftFiles !== null &&
+      kept.paths.length === state.draftFiles.length &&
+      kept.paths.every((path, i) => path === state.draftFiles[i].path) ?
+    kept.texts :
+    null
+  $("amend-files").replaceChildren(
+    ...(state.draftFiles ?? []).flatMap((file, i) => {
+      const box = el("textarea", {
+        attrs: {
+          id: `amend-file-${i}`,
+          "data-path": file.path,
+          rows: String(Math.min(20, Math.max(4, file.text.split("\n").length + 1))),
+          spellcheck: "false"
+        }
+      })
+      box.value = keptTexts === null ? file.text : keptTexts[i]
+      return [el("label", { text: file.path, attrs: { for: `amend-file-${i}` } }), box]
+    })
+  )
+  $("amend-json").hidden = state.draftFiles !== null
+  if (state.draftFiles === null) {
+    $("amendment").value = kept?.json !== undefined ? kept.json : draft === null ? "{}" : JSON.stringify(draft, null, 2)
+  }
+}
+
+/** Drops the reviewer's amended text: the editor starts again from the draft. */
+const resetEdits = () => {
+  if (state.detail === null) return
+  state.edits.delete(state.detail.id)
+  fillEditor()
+}
+
 const edit = () => {
   if ($("edit").disabled) return
+  keepEdits()
   state.editing = !state.editing
-  if (state.editing) {
-    const draft = state.detail?.amendmentDraft ?? null
-    state.draftFiles = isFilesDraft(draft) ? draft.files.map((file) => ({ path: file.path, text: file.text })) : null
-    $("amend-files").replaceChildren(
-      ...(state.draftFiles ?? []).flatMap((file, i) => {
-        const box = el("textarea", {
-          attrs: {
-            id: `amend-file-${i}`,
-            "data-path": file.path,
-            rows: String(Math.min(20, Math.max(4, file.text.split("\n").length + 1))),
-            spellcheck: "false"
-          }
-        })
-        box.value = file.text
-        return [el("label", { text: file.path, attrs: { for: `amend-file-${i}` } }), box]
-      })
-    )
-    $("amend-json").hidden = state.draftFiles !== null
-    if (state.draftFiles === null && $("amendment").value === "") {
-      $("amendment").value = draft === null ? "{}" : JSON.stringify(draft, null, 2)
-    }
-  }
+  if (state.editing) fillEditor()
   renderDetail()
   if (state.editing) (state.draftFiles === null ? $("amendment") : $("amend-files").querySelector("textarea")).focus()
 }
@@ -452,6 +522,7 @@ const start = async () => {
   $("discard").addEventListener("click", discard)
   $("snooze").addEventListener("click", snooze)
   $("edit").addEventListener("click", edit)
+  $("amend-reset").addEventListener("click", resetEdits)
   $("more").addEventListener("click", () => loadMore())
   $("back").addEventListener("click", () => $("app").classList.remove("showing-detail"))
   $("help-open").addEventListener("click", () => ($("help").hidden = false))
