@@ -201,7 +201,8 @@ export interface DurableSteering {
 
 const sessionSpec: OptionsSpec = {
   system: { schema: Schema.String, expected: "a string (the system prompt)" },
-  sessionId: text
+  sessionId: text,
+  steering: { schema: Schema.Object, expected: "a DurableSteering (the cluster's steering journal)" }
 }
 
 /**
@@ -289,7 +290,11 @@ export class TurnDriver extends Context.Tag("effect-resolve/TurnDriver")<TurnDri
     Layer.effect(
       TurnDriver,
       Effect.zipRight(
-        checkOptions("TurnDriver.layerWithoutDependencies", { system: sessionSpec.system! }, options),
+        checkOptions(
+          "TurnDriver.layerWithoutDependencies",
+          { system: sessionSpec.system!, steering: sessionSpec.steering! },
+          options
+        ),
         make(options)
       )
     )

@@ -51,6 +51,7 @@ import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
 import type { PendingStoreError } from "../domain/Errors.js"
 import {
+  boolean,
   checkOptions,
   duration,
   durationAtLeast,
@@ -299,6 +300,7 @@ export const durableSpec: OptionsSpec = {
   kinds: kindsSpec,
   lease: durationAtLeast(3),
   retainSettled: wholeNumber(0),
+  exclusive: boolean,
   retention: {
     schema: Schema.Union(
       Schema.Literal("keep-all"),
