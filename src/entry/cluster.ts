@@ -9,4 +9,12 @@ import { loadEntry } from "../internal/peers.js"
 
 const entry = await loadEntry("effect-resolve/cluster", () => import("../cluster.js"))
 
-export const { SessionAgent, SessionClient, SessionCluster, SessionEntity, SessionProtocol, SessionUnreachable } = entry
+export const {
+  SessionAgent,
+  SessionClient,
+  SessionCluster,
+  SessionEntity,
+  SessionProtocol,
+  SessionUnreachable,
+  SteeringJournal
+} = entry
