@@ -101,12 +101,14 @@ export interface ActionKind<P, I, E, R> {
 export type Any = ActionKind<any, any, any, any>
 
 /**
- * What the kinds of a list need to run.
+ * What the kinds of a list need to run: the union of their requirements, and `never` for an empty list (since 0.4.0;
+ * before, `kinds: []` or no kinds at all left `unknown` in a layer's requirements).
  *
  * @since 0.2.0
  * @category models
  */
-export type Requirements<K extends ReadonlyArray<Any>> = K[number] extends ActionKind<any, any, any, infer R> ? R
+export type Requirements<K extends ReadonlyArray<Any>> = K[number] extends infer Kind
+  ? Kind extends ActionKind<any, any, any, infer R> ? R : never
   : never
 
 /**

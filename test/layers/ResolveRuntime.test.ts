@@ -1,6 +1,7 @@
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
 import { Deferred, Effect, Layer, ManagedRuntime, Option, Ref, Schema } from "effect"
+import { expectTypeOf } from "vitest"
 import {
   ActionKind,
   InvalidResolveParams,
@@ -213,5 +214,19 @@ describe("the 0.2 names of the core", () => {
     }
     const same: Preview.Spec = spec
     assert.strictEqual(same.label, "x")
+  })
+})
+
+describe("ResolveRuntime.layerDurable's requirements", () => {
+  it("with no kinds (or an empty list) it needs only the store, so the JSDoc example provides everything", () => {
+    type Needs<L> = L extends Layer.Layer<infer _A, infer _E, infer R> ? R : never
+    const none = ResolveRuntime.layerDurable({ session: "s" })
+    const empty = ResolveRuntime.layerDurable({ session: "s", kinds: [] })
+    assert.isTrue(Layer.isLayer(empty))
+    expectTypeOf<Needs<typeof none>>().toEqualTypeOf<PendingStore>()
+    expectTypeOf<Needs<typeof empty>>().toEqualTypeOf<PendingStore>()
+    const provided = none.pipe(Layer.provideMerge(PendingStore.layerMemory))
+    expectTypeOf<Needs<typeof provided>>().toEqualTypeOf<never>()
+    assert.isTrue(Layer.isLayer(provided))
   })
 })

@@ -108,9 +108,9 @@ const runOne = (session: Session, decision: Decision): Effect.Effect<Option.Opti
   })
 
 /**
- * Runs what a reviewer decided for this session's actions that it can run, then returns the steering messages for
- * the shown previews (`shown`) that are no longer open (`open`): one per completed `done` decision. Never fails: a
- * store that cannot be read is logged, and the next turn tries again.
+ * Runs what a reviewer decided for this session's actions that it can run, then queues on `session.carry` one
+ * steering message per shown preview (`session.shown`) that a completed (`done`) decision settled, for the next
+ * request. Never fails: a store that cannot be read is logged, and the next turn tries again.
  */
 export const pickUp = (session: Session): Effect.Effect<void> =>
   session.store === undefined ?
