@@ -58,5 +58,7 @@ export default tseslint.config(
       }]
     }
   },
+  // The `require` conditions of the entries (src/entry/*.cts) are CommonJS: require() is what they are for.
+  { files: ["src/entry/*.cts"], rules: { "@typescript-eslint/no-require-imports": "off" } },
   ...layering
 )

@@ -6,6 +6,7 @@
  * the first missing package. The entries with optional peers therefore have an `import` condition of their own
  * (`src/entry/*.ts`) that loads the entry with a dynamic import through `loadEntry`: when that fails because a peer
  * is missing, the error lists every missing peer of the entry with its version range, and the `npm install` line.
+ * Their `require` condition (`src/entry/*.cts`, built to `.cjs`) does the same synchronously with `requireEntry`.
  * Nothing is checked when the entry loads (a bundled app whose peers are bundled is never refused).
  *
  * @internal
@@ -86,11 +87,32 @@ export const loadEntry = async <A>(
   try {
     return await load()
   } catch (error) {
-    if (codeOf(error) !== "ERR_MODULE_NOT_FOUND") throw error
-    const missing = entryPeers[entry].filter((peer) => !isInstalled(peer))
-    if (missing.length === 0) throw error
-    throw Object.assign(new Error(missingPeersMessage(entry, missing), { cause: error }), {
-      code: "ERR_MODULE_NOT_FOUND"
-    })
+    throw explained(entry, error, isInstalled)
   }
+}
+
+/**
+ * `loadEntry` for `require()` (the `require` condition, `src/entry/*.cts`): Node 20.19 loads the ES module build
+ * synchronously, and a missing peer fails with the same message as under `import`.
+ */
+export const requireEntry = <A>(
+  entry: Entry,
+  load: () => A,
+  isInstalled: (peer: Peer) => boolean = resolves
+): A => {
+  try {
+    return load()
+  } catch (error) {
+    throw explained(entry, error, isInstalled)
+  }
+}
+
+/** The error naming every missing peer of `entry` when `error` is a missing module and some are; else `error`. */
+const explained = (entry: Entry, error: unknown, isInstalled: (peer: Peer) => boolean): unknown => {
+  if (codeOf(error) !== "ERR_MODULE_NOT_FOUND") return error
+  const missing = entryPeers[entry].filter((peer) => !isInstalled(peer))
+  if (missing.length === 0) return error
+  return Object.assign(new Error(missingPeersMessage(entry, missing), { cause: error }), {
+    code: "ERR_MODULE_NOT_FOUND"
+  })
 }

@@ -51,10 +51,15 @@ const node = (args: ReadonlyArray<string>) =>
   spawnSync(process.execPath, args, { cwd: project, encoding: "utf8", timeout: 60_000 })
 
 describe("the published package", () => {
-  it("every export condition set has types, import and default", () => {
+  it("every export condition set has types, import and default, and require where the entry has optional peers", () => {
     for (const [entry, conditions] of Object.entries(pkg.exports as Record<string, unknown>)) {
       if (entry === "./package.json") continue
-      assert.deepStrictEqual(Object.keys(conditions as object), ["types", "import", "default"], entry)
+      const guarded = `effect-resolve/${entry.slice(2)}` in entryPeers
+      assert.deepStrictEqual(
+        Object.keys(conditions as object),
+        guarded ? ["types", "import", "require", "default"] : ["types", "import", "default"],
+        entry
+      )
     }
     assert.deepStrictEqual(Object.keys(pkg.peerDependencies).filter((p) => pkg.peerDependenciesMeta[p] === undefined), [
       "effect"
@@ -123,6 +128,27 @@ console.log(await Effect.runPromise(program.pipe(Effect.provide(ResolveRuntime.l
     )
   })
 
+  it("require() of an entry whose optional peers are missing gives the same message", () => {
+    const run = node([
+      "-e",
+      "try { require('effect-resolve/postgres') } catch (e) { console.log(e.code); console.log(e.message) }"
+    ])
+    const peers = ["@effect/sql", "@effect/sql-pg", "@effect/experimental", "@effect/platform"]
+    const range = (peer: string) => pkg.peerDependencies[peer] as string
+    assert.strictEqual(
+      run.stdout,
+      [
+        "ERR_MODULE_NOT_FOUND",
+        "effect-resolve/postgres needs packages that are not installed:",
+        ...peers.map((peer) => `  ${peer} ${range(peer)}`),
+        "Install them with:",
+        `  npm install ${peers.map((peer) => `"${peer}@${range(peer)}"`).join(" ")}`,
+        ""
+      ].join("\n"),
+      run.stderr
+    )
+  })
+
   it("an entry with one missing peer names it", () => {
     // (effect-resolve/ai needs @effect/platform too since 0.3, for AiEditTool and AiPlanTool: a peer of @effect/ai.)
     const run = node(["--input-type=module", "-e", "await import('effect-resolve/edit')"])
@@ -160,6 +186,24 @@ console.log(await Effect.runPromise(program.pipe(Effect.provide(ResolveRuntime.l
       // Counted: the optional peers a consumer installs (a peer's own dependencies come with it).
       const loaded = new Set(run.stdout.split("\n").filter((line) => line in pkg.peerDependenciesMeta))
       assert.deepStrictEqual([...loaded].sort(), [...peers].sort(), entry)
+    }
+  })
+
+  it("require() of each entry with optional peers, where they are installed, gives what import gives", () => {
+    for (const entry of Object.keys(entryPeers)) {
+      const keys = (how: string) =>
+        spawnSync(process.execPath, [
+          "--input-type=module",
+          "-e",
+          `import { createRequire } from "node:module"
+const m = ${how}
+console.log(Object.keys(m).sort().join(","))`
+        ], { cwd: root, encoding: "utf8", timeout: 60_000 })
+      const required = keys(`createRequire(import.meta.url)(${JSON.stringify(entry)})`)
+      const imported = keys(`await import(${JSON.stringify(entry)})`)
+      assert.strictEqual(required.status, 0, required.stderr)
+      assert.isAbove(imported.stdout.length, 1, imported.stderr)
+      assert.strictEqual(required.stdout, imported.stdout, entry)
     }
   })
 

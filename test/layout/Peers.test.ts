@@ -1,6 +1,7 @@
 /**
  * The optional peers of the entry points (src/internal/peers.ts): their ranges are package.json's, each entry with
- * optional peers has an `import` condition (src/entry/*.ts) exporting what the entry exports, and a load that fails
+ * optional peers has an `import` and a `require` condition (src/entry/*.ts, *.cts) exporting what the entry exports,
+ * the README's entry table lists them, and a load that fails
  * for want of peers fails with one message naming every missing one. test/layout/Package.test.ts checks the same
  * against the packed package, and that the list of each entry is what loading it loads.
  */
@@ -24,14 +25,31 @@ describe("optional peers", () => {
     for (const peer of optional) assert.strictEqual(peerRanges[peer as Peer], pkg.peerDependencies[peer], peer)
   })
 
-  it("an entry with optional peers imports through src/entry; types and require use the entry itself", () => {
+  it("an entry with optional peers imports and requires through src/entry; types use the entry itself", () => {
     for (const [name, conditions] of Object.entries(pkg.exports as Record<string, Record<string, string>>)) {
       if (name === "./package.json" || name === ".") continue
       const entry = `effect-resolve/${name.slice(2)}`
       const checked = entry in entryPeers
       assert.strictEqual(conditions.import, checked ? `./dist/entry/${name.slice(2)}.js` : conditions.default, name)
+      assert.strictEqual(conditions.require, checked ? `./dist/entry/${name.slice(2)}.cjs` : undefined, name)
       assert.strictEqual(conditions.default, `./dist/${name.slice(2)}.js`)
       assert.strictEqual(conditions.types, `./dist/${name.slice(2)}.d.ts`)
+    }
+  })
+
+  it("the README's entry table lists, for each entry, the optional peers loading it loads, with their ranges", () => {
+    const readme = fs.readFileSync(path.join(root, "README.md"), "utf8")
+    for (const entry of entries) {
+      const row = readme.split("\n").find((line) => line.startsWith(`| \`${entry}\` |`))
+      assert.isDefined(row, `the README's entry table has a row for ${entry}`)
+      const install = row!.split(" | ")[2] ?? ""
+      // What comes before "and" or "(" is the list; the rest says what else a use needs.
+      const listed = install.split(/ and | \(/)[0]!.match(/@effect\/[a-z-]+@[^\s`]+/g) ?? []
+      assert.deepStrictEqual(
+        [...listed].sort(),
+        entryPeers[entry].map((peer) => `${peer}@${peerRanges[peer]}`).sort(),
+        entry
+      )
     }
   })
 
