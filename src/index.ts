@@ -19,7 +19,15 @@ export * as SteeringMessage from "./domain/SteeringMessage.js"
 /** @since 0.1.0 */
 export * from "./domain/Errors.js"
 /** @since 0.1.0 */
-export * from "./domain/ResolveParams.js"
+export {
+  Extra,
+  type Invoker,
+  ResolveAction,
+  ResolveDetails,
+  type ResolveError,
+  ResolveInvocation,
+  ResolveParams
+} from "./domain/ResolveParams.js"
 /** @since 0.4.0 */
 export { InvalidOptions } from "./domain/InvalidOptions.js"
 
@@ -64,9 +72,16 @@ export {
 /** @since 0.2.0 */
 export * as ActionKind from "./services/ActionKind.js"
 /** @since 0.1.0 */
-export * from "./tools/Resolve.js"
+export {
+  decodeResolveParams,
+  resolve,
+  type ResolveServices,
+  ResolveTool,
+  runResolve,
+  toolsFor
+} from "./tools/Resolve.js"
 /** @since 0.1.0 */
-export * from "./tools/ToolDefinition.js"
+export type { ToolDefinition } from "./tools/ToolDefinition.js"
 
 /** @since 0.1.0 */
 export * as ResolveRuntime from "./layers/ResolveRuntime.js"

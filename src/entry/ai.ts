@@ -13,18 +13,12 @@ export const {
   AiEditTool,
   AiPlanTool,
   AiResolveTool,
-  forcingLevel,
-  isForcingRefusal,
-  isPreviewLabel,
   MaxTurnsExceeded,
   ProviderToolChoice,
   RequeueLimitExceeded,
   ResolveMetrics,
   ResolveNotCalled,
   SessionLost,
-  restoredPreviewText,
   ScriptedModel,
-  skippedResolveText,
-  skippedText,
   TurnDriver
 } = entry

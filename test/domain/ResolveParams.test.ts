@@ -3,7 +3,8 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Either, Schema } from "effect"
-import { decodeResolveParams, InvalidResolveParams, limits, ResolveParams } from "../../src/index.js"
+import { limits } from "../../src/domain/ResolveParams.js"
+import { decodeResolveParams, InvalidResolveParams, ResolveParams } from "../../src/index.js"
 
 const decode = Schema.decodeUnknownEither(ResolveParams)
 

@@ -7,7 +7,8 @@
 import { describe, it } from "@effect/vitest"
 import { Effect, Either, FastCheck as fc, Schema } from "effect"
 import { deepStrictEqual, strictEqual } from "node:assert/strict"
-import { decodeResolveParams, extraTextMaxLength, InvalidResolveParams, ResolveParams } from "../../src/index.js"
+import { decodeResolveParams, InvalidResolveParams, ResolveParams } from "../../src/index.js"
+import { extraTextMaxLength } from "../../src/tools/Resolve.js"
 import { yieldToEventLoop } from "../support/eventLoop.js"
 
 const LONG = process.env.LONG !== undefined && process.env.LONG !== "" && process.env.LONG !== "0"

@@ -4,10 +4,8 @@ import { Cause, Deferred, Effect, Either, Fiber, Option, Ref } from "effect"
 import {
   ApplyFailed,
   decodeResolveParams,
-  extraTextMaxLength,
   InvalidResolveParams,
   NoPendingAction,
-  nothingToDiscardText,
   PendingActionNotPending,
   Preview,
   resolve,
@@ -23,6 +21,7 @@ import {
   ToolError,
   ToolResult
 } from "../../src/index.js"
+import { extraTextMaxLength, nothingToDiscardText } from "../../src/tools/Resolve.js"
 import { invalidInputs } from "./invalid-inputs.js"
 
 type Spec = Parameters<typeof stage<unknown, never>>[0]

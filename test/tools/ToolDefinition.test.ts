@@ -1,15 +1,8 @@
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
 import { Effect } from "effect"
-import {
-  ResolveRuntime,
-  ResolveTool,
-  selectTools,
-  type ToolDefinition,
-  ToolResult,
-  toolsFor,
-  UnknownTool
-} from "../../src/index.js"
+import { ResolveRuntime, ResolveTool, type ToolDefinition, ToolResult, toolsFor, UnknownTool } from "../../src/index.js"
+import { selectTools } from "../../src/tools/ToolDefinition.js"
 
 const fakeTool = (name: string, hidden = false): ToolDefinition => ({
   name,
