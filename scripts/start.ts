@@ -1,37 +1,35 @@
 /**
  * `npm start`: the approval inbox on its embedded default, with a demo agent session. No keys, no network.
  *
- * - a SQLite file and a workspace in a fresh temp directory (or the directory given as the first argument);
- * - an agent session through the turn driver that edits the workspace: the scripted model (previews two edits), or
- *   a real provider when `OPENAI_API_KEY` (OpenAI, `OPENAI_MODEL`, default gpt-4.1) or `ANTHROPIC_API_KEY`
- *   (Anthropic, `ANTHROPIC_MODEL`, default claude-sonnet-4-5) is set; `OPENAI_API_URL` / `ANTHROPIC_API_URL` point
- *   the client elsewhere (a gateway);
+ * - a SQLite file and a workspace in `.effect-resolve/start` under the current directory, kept across restarts (a
+ *   restart resumes the session and its previews), or in the directory given as the first argument
+ *   (`npm start -- DIR`); delete the directory to start over;
+ * - an agent session through the turn driver that edits the workspace with the edit producer's tool
+ *   (`AiEditTool.toolkit`): the scripted model (previews two edits), or a real provider when `OPENAI_API_KEY` (OpenAI,
+ *   `OPENAI_MODEL`, default gpt-4.1) or `ANTHROPIC_API_KEY` (Anthropic, `ANTHROPIC_MODEL`, default claude-sonnet-4-5)
+ *   is set; `OPENAI_API_URL` / `ANTHROPIC_API_URL` point the client elsewhere (a gateway);
  * - the inbox on 127.0.0.1 (port 4411, or `PORT`) over the same SQLite file, registering the edit kind; it prints a
  *   one-time login link. Open it, apply or discard, and watch the terminal: the session's next turn tells its model
  *   what the reviewer decided ("A reviewer (owner) applied pa_…: reason").
  *
- * Stop it with Ctrl-C.
+ * Written as an app would be: only the package's public entries. Stop it with Ctrl-C.
  */
-import { LanguageModel, Tool, Toolkit } from "@effect/ai"
+import type { LanguageModel } from "@effect/ai"
 import { AnthropicClient, AnthropicLanguageModel } from "@effect/ai-anthropic"
 import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
 import { FetchHttpClient } from "@effect/platform"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Config, Console, Duration, Effect, Layer, Option, Schedule, Schema } from "effect"
+import { Config, Console, Duration, Effect, Layer, Option, Schedule } from "effect"
+import { PendingActions, ResolveConfig, ResolveRuntime } from "effect-resolve"
+import { AiEditTool, ScriptedModel, TurnDriver } from "effect-resolve/ai"
+import { FileEditPreview } from "effect-resolve/edit"
+import { Inbox, InboxServer } from "effect-resolve/inbox"
+import { SqliteStore } from "effect-resolve/sqlite"
 import * as fs from "node:fs"
-import * as os from "node:os"
 import * as path from "node:path"
-import * as ScriptedModel from "../src/agent/ScriptedModel.js"
-import { TurnDriver } from "../src/agent/TurnDriver.js"
-import { FileEditPreview } from "../src/edit.js"
-import { Inbox } from "../src/inbox/Inbox.js"
-import { InboxServer } from "../src/inbox/InboxServer.js"
-import { PendingActions, ResolveConfig, ResolveRuntime, ToolResult } from "../src/index.js"
-import { messageOf } from "../src/internal/render.js"
-import * as SqliteStore from "../src/stores/SqliteStore.js"
 
-const dir = process.argv[2] ?? fs.mkdtempSync(path.join(os.tmpdir(), "effect-resolve-inbox-"))
+const dir = path.resolve(process.argv[2] ?? path.join(".effect-resolve", "start"))
 const workspace = path.join(dir, "workspace")
 fs.mkdirSync(workspace, { recursive: true })
 if (!fs.existsSync(path.join(workspace, "greeting.ts"))) {
@@ -39,35 +37,12 @@ if (!fs.existsSync(path.join(workspace, "greeting.ts"))) {
   fs.writeFileSync(path.join(workspace, "README.md"), "# Demo\n\nA workspace for the approval inbox's demo.\n")
 }
 const database = path.join(dir, "pending.db")
+const port = Number(process.env.PORT ?? 4411)
 
-// The model's edit tool: the edit producer's tool, as an @effect/ai tool.
-const Edit = Tool.make("edit", {
-  description: FileEditPreview.tool.description,
-  parameters: {
-    files: Schema.Array(Schema.Struct({
-      path: Schema.String,
-      edits: Schema.Array(Schema.Struct({ oldText: Schema.String, newText: Schema.String }))
-    }))
-  },
-  success: Schema.String,
-  failure: Schema.String,
-  dependencies: [PendingActions]
-})
-const Tools = Toolkit.make(Edit)
-const handlers = Tools.toLayer(
-  Effect.gen(function*() {
-    const context = yield* Effect.context<Layer.Layer.Success<typeof editing>>()
-    return {
-      edit: (params) =>
-        FileEditPreview.tool.execute(params).pipe(
-          Effect.map(ToolResult.textOf),
-          Effect.mapError(messageOf),
-          Effect.provide(context)
-        )
-    }
-  })
-)
+// The model's edit tool: the edit producer's tool as an @effect/ai toolkit, over the workspace.
+const Tools = AiEditTool.toolkit
 const editing = Layer.mergeAll(FileEditPreview.layer({ root: workspace }), NodeContext.layer)
+const handlers = AiEditTool.layer.pipe(Layer.provide(editing))
 
 // The scripted model: previews two edits, then reads what reviewers decided.
 const script: ScriptedModel.Script = (request) => {
@@ -135,7 +110,7 @@ const session = Layer.mergeAll(
   Layer.provideMerge(editing),
   Layer.provideMerge(ResolveConfig.layer({ enforcement: "soft" }))
 )
-const inbox = InboxServer.layer({ port: Number(process.env.PORT ?? 4411) }).pipe(
+const inbox = InboxServer.layer({ port }).pipe(
   Layer.provideMerge(Inbox.layer({ kinds: [FileEditPreview.kind] }).pipe(Layer.provide(editing)))
 )
 
@@ -152,7 +127,10 @@ const program = Effect.gen(function*() {
     yield* turn("Greet the world in greeting.ts, and tighten README.md.", 3)
   }
   const server = yield* InboxServer
-  yield* Console.log(`Workspace: ${workspace}\nDatabase:  ${database}`)
+  yield* Console.log(
+    `Workspace: ${workspace}\nDatabase:  ${database}\n(kept: a restart resumes; \`npm start -- DIR\` keeps another, ` +
+      `and deleting ${dir} starts over)`
+  )
   yield* Console.log(`\nThe approval inbox: open this one-time login link (it works once):\n\n  ${yield* server
     .loginLink()}\n`)
   // The agent's turn each time something it was shown is settled: its model hears what the reviewer decided.
@@ -183,4 +161,16 @@ const program = Effect.gen(function*() {
   )
 })
 
-NodeRuntime.runMain(program.pipe(Effect.provide(Layer.mergeAll(session, inbox).pipe(Layer.provideMerge(store)))))
+NodeRuntime.runMain(
+  program.pipe(
+    Effect.provide(Layer.mergeAll(session, inbox).pipe(Layer.provideMerge(store))),
+    // A second `npm start` finds the port taken: say so, and how to pick another, instead of a stack trace.
+    Effect.catchTag("InboxAddressInUse", (error) =>
+      Effect.zipRight(
+        Console.error(
+          `${error.message}\nAnother \`npm start\` may be running: stop it, or run PORT=${port + 1} npm start`
+        ),
+        Effect.sync(() => (process.exitCode = 1))
+      ))
+  )
+)

@@ -39,13 +39,13 @@ import * as NodeClusterHttp from "@effect/platform-node/NodeClusterHttp"
 import * as NodeClusterSocket from "@effect/platform-node/NodeClusterSocket"
 import * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
-import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
+import { addressInUse } from "../internal/addressInUse.js"
 import type { PendingStore } from "../services/PendingStore.js"
 import type { SessionAgent } from "./SessionAgent.js"
 import { SessionClient } from "./SessionClient.js"
@@ -80,28 +80,6 @@ export class ClusterStartFailed extends Schema.TaggedError<ClusterStartFailed>("
       `the other nodes, that the database is reachable, and the ShardingConfig (environment variables such as ` +
       `PORT or SHARDS_PER_GROUP are read too; the layer's options win).`
   }
-}
-
-/**
- * The address (`host:port`) of a listen that failed because another process holds it (Node's `EADDRINUSE`), found in
- * a start failure's causes (`@effect/platform`'s `SocketServerError` or `ServeError` wraps Node's error).
- */
-const addressInUse = (cause: unknown): string | undefined => {
-  const seen = new Set<unknown>()
-  let current = cause
-  while (typeof current === "object" && current !== null && !seen.has(current)) {
-    seen.add(current)
-    if (Cause.isCause(current)) {
-      current = Cause.squash(current)
-      continue
-    }
-    const error = current as { readonly code?: unknown; readonly address?: unknown; readonly port?: unknown }
-    if (error.code === "EADDRINUSE") {
-      return typeof error.address === "string" ? `${error.address}:${String(error.port)}` : String(error.port)
-    }
-    current = (current as { readonly cause?: unknown }).cause
-  }
-  return undefined
 }
 
 /**

@@ -194,6 +194,28 @@ export class StoreUnavailable extends Schema.TaggedError<StoreUnavailable>("effe
 ) {}
 
 /**
+ * The inbox could not listen: another process holds its address (Node's `EADDRINUSE`), e.g. a second `npm start`.
+ * Not an answer of the API: `InboxServer.layer` fails with it at start.
+ *
+ * @since 0.4.0
+ * @category errors
+ */
+export class InboxAddressInUse extends Schema.TaggedError<InboxAddressInUse>("effect-resolve/inbox/InboxAddressInUse")(
+  "InboxAddressInUse",
+  { address: Schema.String }
+) {
+  /**
+   * @since 0.4.0
+   */
+  override get message(): string {
+    return `The inbox cannot listen on ${this.address}: the address is in use (EADDRINUSE), by another inbox (a ` +
+      "second `npm start`?) or another program. Stop that process, or give the inbox a free port: InboxServer.layer's " +
+      "`port` option (`npm start` reads it from the PORT environment variable, e.g. `PORT=4412 npm start`; 0 picks " +
+      "any free port)."
+  }
+}
+
+/**
  * The login link was already used, expired, or never issued.
  *
  * @since 0.3.0

@@ -69,6 +69,7 @@ import {
   text,
   wholeNumber
 } from "../domain/InvalidOptions.js"
+import { addressInUse } from "../internal/addressInUse.js"
 import { capText } from "../internal/render.js"
 import { tooDeepPath } from "../internal/untrusted.js"
 import { Inbox } from "./Inbox.js"
@@ -80,6 +81,7 @@ import {
   Counts,
   CrossOriginRefused,
   HostNotAllowed,
+  InboxAddressInUse,
   InboxApi,
   InboxUnauthorized,
   InternalError,
@@ -178,7 +180,7 @@ export class InboxServer extends Context.Tag("effect-resolve/inbox/InboxServer")
    */
   static readonly layer = (
     options: Options = {}
-  ): Layer.Layer<InboxServer, ServeError | InvalidInboxConfig | InvalidOptions | Error, Inbox> =>
+  ): Layer.Layer<InboxServer, ServeError | InboxAddressInUse | InvalidInboxConfig | InvalidOptions | Error, Inbox> =>
     Layer.scoped(InboxServer, make(options))
 }
 
@@ -472,14 +474,26 @@ const handlers = (
     (group) =>
       group.handle(
         "login",
-        ({ urlParams }) =>
+        ({ request, urlParams }) =>
           Effect.map(auth.redeem(urlParams.code), ({ cookie }) =>
             HttpServerResponse.unsafeSetCookie(
               HttpServerResponse.empty({ status: 303, headers: { location: "/" } }),
               cookieName,
               Redacted.value(cookie),
               cookieOptions(Duration.seconds(auth.sessionSeconds))
-            ))
+            )).pipe(
+              // A person who opened a used or expired link reads a page that says how to get a new one; a program
+              // (no `text/html` in Accept) gets the typed error.
+              Effect.catchTag("LoginLinkInvalid", (error) =>
+                (request.headers.accept ?? "").includes("text/html") ?
+                  Effect.succeed(
+                    HttpServerResponse.text(loginLinkInvalidPage, {
+                      status: 401,
+                      contentType: "text/html; charset=utf-8"
+                    })
+                  ) :
+                  Effect.fail(error))
+            )
       )
   )
 
@@ -490,6 +504,21 @@ const handlers = (
 
   return Layer.mergeAll(actions, events, session, login).pipe(Layer.provide(authentication))
 }
+
+/** The page a browser gets for a used, expired or unknown login link (no script: the CSP allows none inline). */
+const loginLinkInvalidPage = `<!doctype html>
+<html lang="en">
+<head><meta charset="utf-8"><title>Login link not valid - effect-resolve inbox</title>
+<meta name="viewport" content="width=device-width, initial-scale=1"><link rel="stylesheet" href="/inbox.css"></head>
+<body><main class="notice">
+<h1>This login link cannot be used</h1>
+<p>Each login link works once, for a short time. This one was already used, has expired, or was never issued.</p>
+<p>To get a new one, ask the process that serves the inbox: <code>npm start</code> prints a fresh link each time it
+starts, and a program calls <code>InboxServer.loginLink()</code>. If you already logged in on this browser,
+<a href="/">open the inbox</a>.</p>
+</main></body>
+</html>
+`
 
 /** The page's files, at `/`, `/inbox.js`, `/inbox.css`, `/favicon.svg` (no authentication: the page asks for it). */
 const pageRoutes = (assets: Page.Assets) =>
@@ -515,7 +544,11 @@ const pageRoutes = (assets: Page.Assets) =>
  */
 export const make = (
   options: Options = {}
-): Effect.Effect<InboxServer.Service, ServeError | InvalidInboxConfig | InvalidOptions | Error, Inbox | Scope.Scope> =>
+): Effect.Effect<
+  InboxServer.Service,
+  ServeError | InboxAddressInUse | InvalidInboxConfig | InvalidOptions | Error,
+  Inbox | Scope.Scope
+> =>
   Effect.gen(function*() {
     yield* checkOptions("InboxServer.layer", optionsSpec, options)
     const inbox = yield* Inbox
@@ -538,7 +571,12 @@ export const make = (
     let node: NodeServer | undefined
     // Made before the server: its finalizer runs after the server's close, and stops the cut-off timer.
     const cutOff = yield* FiberHandle.make<void>()
-    const context = yield* Layer.build(served)
+    const context = yield* Layer.build(served).pipe(
+      Effect.mapError((error) => {
+        const inUse = addressInUse(error)
+        return inUse === undefined ? error : new InboxAddressInUse({ address: inUse })
+      })
+    )
     // Runs before the server's own finalizer (added with it): the event streams end, so the close does not wait on an
     // open page, and a connection still busy after the grace period is cut (a client that never finishes a request
     // cannot hold the close).

@@ -4,19 +4,22 @@
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
-import { spawn } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
+import { createServer } from "node:net"
+import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { root } from "../../scripts/readme-examples.js"
 import * as ProviderServer from "../support/ProviderServer.js"
 
-/** Runs scripts/start.ts until the inbox lists a preview; returns what it printed and the previews' labels. */
-const startAndList = async (env: Record<string, string>) => {
-  const dir = mkdtempSync(join(tmpdir(), "effect-resolve-start-"))
-  const child = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts", dir], {
+/** Runs scripts/start.ts over `dir` until the inbox lists `atLeast` previews; returns what it printed and them. */
+const startAndList = async (env: Record<string, string>, dir?: string, atLeast = 1) => {
+  const own = dir === undefined
+  const data = dir ?? mkdtempSync(join(tmpdir(), "effect-resolve-start-"))
+  const child = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts", data], {
     cwd: root,
-    env: { ...process.env, OPENAI_API_KEY: "", ANTHROPIC_API_KEY: "", ...env, PORT: "0", NO_COLOR: "1" },
+    env: { ...process.env, OPENAI_API_KEY: "", ANTHROPIC_API_KEY: "", PORT: "0", ...env, NO_COLOR: "1" },
     stdio: ["ignore", "pipe", "pipe"]
   })
   let out = ""
@@ -42,18 +45,21 @@ const startAndList = async (env: Record<string, string>) => {
     assert.match(cookie, /HttpOnly/i)
     const origin = new URL(link).origin
     // The demo session stages its previews on its first turn: wait until the inbox lists them.
-    let listed: ReadonlyArray<{ readonly label: string }> = []
-    for (let i = 0; i < 100 && listed.length === 0; i++) {
+    let listed: ReadonlyArray<{ readonly id: string; readonly label: string }> = []
+    for (let i = 0; i < 100 && listed.length < atLeast; i++) {
       const response = await fetch(`${origin}/api/actions`, { headers: { cookie: cookie.split(";")[0]! } })
       assert.strictEqual(response.status, 200)
-      const body = await response.json() as { readonly items?: ReadonlyArray<{ readonly label: string }> }
+      const body = await response.json() as {
+        readonly items?: ReadonlyArray<{ readonly id: string; readonly label: string }>
+      }
       listed = body.items ?? []
-      if (listed.length === 0) await new Promise((resolve) => setTimeout(resolve, 200))
+      if (listed.length < atLeast) await new Promise((resolve) => setTimeout(resolve, 200))
     }
-    return { out, labels: listed.map((item) => item.label) }
+    return { out, labels: listed.map((item) => item.label), ids: listed.map((item) => item.id).sort() }
   } finally {
     child.kill("SIGTERM")
-    rmSync(dir, { recursive: true, force: true })
+    await new Promise((resolve) => child.exitCode !== null ? resolve(undefined) : child.once("exit", resolve))
+    if (own) rmSync(data, { recursive: true, force: true })
   }
 }
 
@@ -62,6 +68,43 @@ describe("npm start", () => {
     const { labels, out } = await startAndList({})
     assert.include(out, "The agent's model: the scripted model")
     assert.isAtLeast(labels.length, 1, out)
+  }, 120_000)
+
+  it("a restart over the same directory resumes the session: the same previews, none staged again", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "effect-resolve-start-"))
+    try {
+      const first = await startAndList({}, dir, 2)
+      assert.strictEqual(first.ids.length, 2, first.out)
+      assert.include(first.out, `Database:  ${join(dir, "pending.db")}`)
+      assert.include(first.out, "a restart resumes")
+      const second = await startAndList({}, dir, 2)
+      assert.deepStrictEqual(second.ids, first.ids, second.out)
+    } finally {
+      rmSync(dir, { recursive: true, force: true })
+    }
+  }, 180_000)
+
+  it("a second npm start on a port in use says so and how to pick another port, and exits with 1", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "effect-resolve-start-"))
+    const holder = createServer()
+    await new Promise<void>((resolve) => holder.listen(0, "127.0.0.1", resolve))
+    const port = (holder.address() as AddressInfo).port
+    try {
+      const run = spawnSync(process.execPath, ["--import", "tsx", "scripts/start.ts", dir], {
+        cwd: root,
+        env: { ...process.env, OPENAI_API_KEY: "", ANTHROPIC_API_KEY: "", PORT: String(port), NO_COLOR: "1" },
+        encoding: "utf8",
+        timeout: 120_000
+      })
+      const out = run.stdout + run.stderr
+      assert.strictEqual(run.status, 1, out)
+      assert.include(out, `The inbox cannot listen on 127.0.0.1:${port}: the address is in use (EADDRINUSE)`)
+      assert.include(out, `run PORT=${port + 1} npm start`)
+      assert.notInclude(out, "ServeError")
+    } finally {
+      holder.close()
+      rmSync(dir, { recursive: true, force: true })
+    }
   }, 120_000)
 
   it("with OPENAI_API_KEY, the session's model is the OpenAI client: its edit is listed in the inbox", async () => {

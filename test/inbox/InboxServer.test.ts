@@ -295,6 +295,23 @@ const login = async () => {
   return setCookie.split(";")[0]!
 }
 
+describe("start", () => {
+  it("a second inbox on a port in use fails with InboxAddressInUse, naming the address and how to pick another", async () => {
+    const failure = await startInbox({ store: Layer.succeed(PendingStore, memory), server: { port: running.port } })
+      .then(async (second) => {
+        await second.close()
+        return undefined
+      }, (error: unknown) => error)
+    assert.isDefined(failure, "the second inbox started on a port in use")
+    const text = `${(failure as Error).name}: ${(failure as Error).message}`
+    assert.include(text, "InboxAddressInUse")
+    assert.include(text, `The inbox cannot listen on 127.0.0.1:${running.port}: the address is in use (EADDRINUSE)`)
+    assert.include(text, "PORT=4412 npm start")
+    // The first inbox still answers.
+    assert.strictEqual((await request(running, "GET", "/api/me", { headers: bearer(tokens.owner) })).status, 200)
+  })
+})
+
 describe("login links and cookies", () => {
   it("a login link works once and sets an HttpOnly, SameSite=Strict cookie that authenticates; logout ends it", async () => {
     const link = new URL(await Effect.runPromise(running.server.loginLink()))
@@ -313,6 +330,17 @@ describe("login links and cookies", () => {
     // Used once: the second time it is refused.
     expectError(await request(running, "GET", `${link.pathname}${link.search}`), 401, "LoginLinkInvalid")
     expectError(await request(running, "GET", "/login?code=made-up"), 401, "LoginLinkInvalid")
+    // A person (a browser asks for HTML) reads a page that says how to get a new link, not the JSON error.
+    const page = await request(running, "GET", `${link.pathname}${link.search}`, {
+      headers: { accept: "text/html,application/xhtml+xml,*/*;q=0.8" }
+    })
+    assert.strictEqual(page.status, 401)
+    assert.match(String(page.headers["content-type"]), /^text\/html/)
+    assert.include(page.text, "This login link cannot be used")
+    assert.include(page.text, "npm start</code> prints a fresh link")
+    assert.notInclude(page.text, "LoginLinkInvalid")
+    assert.include(String(page.headers["content-security-policy"]), "default-src 'none'")
+    assert.isUndefined(page.headers["set-cookie"])
     const out = await request(running, "POST", "/api/logout", {
       headers: { cookie, origin: running.url }
     })
