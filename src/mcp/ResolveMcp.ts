@@ -308,6 +308,29 @@ const personSchema = {
   required: ["reason"]
 } as const
 
+/**
+ * The arguments as the client sent them. `McpServer` decodes them with `Schema.Record`, which assigns each key to a
+ * new object: a `"__proto__"` key becomes the object's prototype instead of a property, and its fields would read as
+ * the arguments'. The key is put back as an own property, so the tools' decoders refuse it as they refuse it from
+ * a model.
+ */
+const asSent = (params: unknown): unknown => {
+  if (typeof params !== "object" || params === null) return params
+  const prototype = Object.getPrototypeOf(params)
+  if (prototype === Object.prototype || prototype === null) return params
+  const sent: Record<string, unknown> = Object.create(null)
+  Object.defineProperty(sent, "__proto__", { value: prototype, enumerable: true, writable: true, configurable: true })
+  for (const key of Object.keys(params)) {
+    Object.defineProperty(sent, key, {
+      value: (params as Record<string, unknown>)[key],
+      enumerable: true,
+      writable: true,
+      configurable: true
+    })
+  }
+  return sent
+}
+
 // -----------------------------------------------------------------------------------------------------------------
 // the server's tools and resources, on an McpServer
 // -----------------------------------------------------------------------------------------------------------------
@@ -488,7 +511,7 @@ const register = (options: Options) =>
       handle: (params: unknown) => Effect.Effect<McpSchema.CallToolResult, unknown, never>
     ) =>
     (params: unknown) =>
-      quiet(handle(params)).pipe(
+      quiet(handle(asSent(params))).pipe(
         Effect.catchAllCause((cause) => Effect.succeed(failure(Cause.squash(cause))))
       )
 
