@@ -605,7 +605,7 @@ export const layerStdio = (
   options: Options
 ): Layer.Layer<ResolveMcp, PendingStoreError | InvalidOptions, PendingStore> =>
   Layer.merge(
-    layer(options),
+    layerServer(serverInfo(options), layer(options)),
     Layer.succeed(ResolveMcp, {
       session: options.session ?? "mcp",
       transport: "stdio",
@@ -614,7 +614,6 @@ export const layerStdio = (
       generatedToken: false
     })
   ).pipe(
-    Layer.provide(layerServer(serverInfo(options))),
     Layer.provide(RpcServer.layerProtocolStdio({ stdin: NodeStream.stdin, stdout: NodeSink.stdout })),
     Layer.provide(RpcSerialization.layerNdJsonRpc()),
     Layer.provide(NodeContext.layer),
@@ -652,8 +651,11 @@ export const layerHttp = (
         })
       })
     )
-    return Layer.mergeAll(layer(serverOptions), service, HttpRouter.Default.serve(guard(token))).pipe(
-      Layer.provide(layerServer(serverInfo(options))),
+    return Layer.mergeAll(
+      layerServer(serverInfo(options), layer(serverOptions)),
+      service,
+      HttpRouter.Default.serve(guard(token))
+    ).pipe(
       Layer.provide(RpcServer.layerProtocolHttp({ path: "/mcp" })),
       Layer.provide(RpcSerialization.layerJsonRpc()),
       Layer.provideMerge(NodeHttpServer.layer(createServer, { port: options.port ?? 0, host: "127.0.0.1" })),

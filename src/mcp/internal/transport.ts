@@ -34,12 +34,15 @@ const declaresElicitation = (payload: unknown): boolean => {
 }
 
 /**
- * `McpServer.layer` (the server and its `run` loop) over the protocol in context, wrapped so that each client's
- * `initialize` is recorded in `ClientCapabilities`.
+ * `McpServer`'s server with `registration` (its tools and resources) registered first, then its `run` loop over the
+ * protocol in context (`McpServer.layer` forks the loop before anything is registered: a client that connects at
+ * once would find no tools). The protocol is wrapped so that each client's `initialize` is recorded in
+ * `ClientCapabilities`.
  */
-export const layerServer = (
-  info: { readonly name: string; readonly version: string }
-): Layer.Layer<McpServer.McpServer | ClientCapabilities, never, RpcServer.Protocol> => {
+export const layerServer = <E, R>(
+  info: { readonly name: string; readonly version: string },
+  registration: Layer.Layer<never, E, R>
+): Layer.Layer<never, E, Exclude<R, McpServer.McpServer | ClientCapabilities> | RpcServer.Protocol> => {
   const capabilities = new Map<number, { readonly elicitation: boolean }>()
   const recording = Layer.effect(
     RpcServer.Protocol,
@@ -55,10 +58,12 @@ export const layerServer = (
           })
       }))
   )
-  return Layer.merge(
-    Layer.provide(McpServer.layer(info), recording) as Layer.Layer<McpServer.McpServer, never, RpcServer.Protocol>,
+  const run = Layer.scopedDiscard(Effect.forkScoped(McpServer.run(info))).pipe(Layer.provide(recording))
+  const server = Layer.merge(
+    McpServer.McpServer.layer as Layer.Layer<McpServer.McpServer>,
     Layer.succeed(ClientCapabilities, capabilities)
   )
+  return Layer.provideMerge(run, registration).pipe(Layer.provide(server)) as any
 }
 
 const loopbackHosts = new Set(["127.0.0.1", "localhost", "[::1]"])
