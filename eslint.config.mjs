@@ -17,7 +17,9 @@ const below = {
   agent: ["internal", "domain", "services", "layers", "tools"],
   inbox: ["internal", "domain", "services", "stores", "layers", "tools", "producers", "render", "agent"],
   // Sessions on @effect/cluster: the entity runs the agent loop of src/agent on the session services.
-  cluster: ["internal", "domain", "services", "layers", "tools", "agent"]
+  cluster: ["internal", "domain", "services", "layers", "tools", "agent"],
+  // The MCP server: the producers, the resolve tool and the inbox, served to any MCP client.
+  mcp: ["internal", "domain", "services", "stores", "layers", "tools", "producers", "render", "agent", "inbox"]
 }
 const layering = Object.entries(below).map(([folder, allowed]) => {
   const forbidden = Object.keys(below).filter((other) => other !== folder && !allowed.includes(other))

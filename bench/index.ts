@@ -21,6 +21,7 @@ import { editFigures } from "./edit.js"
 import { bytes, median, printTable, ratio, type Row, us, wrap } from "./harness.js"
 import { historyFigures } from "./history.js"
 import { inboxFigures } from "./inbox.js"
+import { mcpFigures } from "./mcp.js"
 import { parallelFigures } from "./parallel.js"
 import { floorProgram, queueCycle } from "./queue.js"
 import { heapGrowth, resolveRoundTrip, retainedPerAction } from "./resolve.js"
@@ -185,6 +186,14 @@ rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
   const inbox = await inboxFigures({ quick, repeats: quick ? 2 : 5 })
   rows.push(...inbox.rows)
   checks.push(...inbox.missed)
+}
+
+// The MCP server: a preview + resolve round trip through the stdio server against the same calls in process
+// (bench/mcp.ts).
+{
+  const mcp = await mcpFigures({ quick, verdict })
+  rows.push(...mcp.rows)
+  checks.push(...mcp.missed)
 }
 
 // Sessions on @effect/cluster: a person's decision through two runner processes and SingleRunner against the plain

@@ -36,6 +36,7 @@ export const entryPeers = {
   "effect-resolve/sqlite": ["@effect/sql", "@effect/sql-libsql", "@effect/experimental", "@effect/platform"],
   "effect-resolve/postgres": ["@effect/sql", "@effect/sql-pg", "@effect/experimental", "@effect/platform"],
   "effect-resolve/inbox": ["@effect/platform", "@effect/platform-node"],
+  "effect-resolve/mcp": ["@effect/ai", "@effect/rpc", "@effect/platform", "@effect/platform-node"],
   "effect-resolve/cluster": [
     "@effect/cluster",
     "@effect/rpc",

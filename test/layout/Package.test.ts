@@ -219,6 +219,10 @@ console.log(JSON.stringify(out))`
         assert.isTrue(fs.existsSync(path.join(root, file)), file)
       }
     }
+    // The bin (`npx effect-resolve mcp ...`): built, with its interpreter line.
+    for (const file of Object.values(pkg.bin as Record<string, string>)) {
+      assert.isTrue(fs.readFileSync(path.join(root, file), "utf8").startsWith("#!/usr/bin/env node\n"), file)
+    }
     execFileSync(process.execPath, ["-e", "0"]) // the runtime itself is fine
   })
 })

@@ -1,0 +1,12 @@
+/**
+ * The `import` condition of `effect-resolve/mcp` (package.json `exports`): `../mcp.js`, loaded so that a missing
+ * optional peer fails with one message naming every missing peer and the `npm install` line
+ * (`src/internal/peers.ts`). The types and `require` use `../mcp.js` itself; both give the same objects.
+ *
+ * @internal
+ */
+import { loadEntry } from "../internal/peers.js"
+
+const entry = await loadEntry("effect-resolve/mcp", () => import("../mcp.js"))
+
+export const { ResolveMcp } = entry
