@@ -2,7 +2,8 @@
  * The MCP server over Streamable HTTP (`effect-resolve mcp --http 0`) in a child process: the official client with
  * the bearer token; a hostile `Origin`, a foreign `Host`, a missing or wrong token refused before anything runs; two
  * clients resolving one action at once (one wins, the other gets a typed tool error, the file is written once); the
- * approval inbox served beside it (`--inbox`) and named in results; and one test on the test run's Postgres.
+ * approval inbox served beside it (`--inbox`), named in results, where a person applies a preview (the file written
+ * once, the model's late resolve refused); and one test on the test run's Postgres.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect } from "effect"
@@ -133,6 +134,29 @@ describe("the MCP server over Streamable HTTP", () => {
         assert.include(textOf(preview), `A person can also decide it in the approval inbox: ${inbox}`)
         const page = yield* Effect.promise(() => fetch(`${inbox}/`))
         assert.notStrictEqual(page.status, 404)
+
+        // A person logs in with the printed link and applies the preview in the inbox: the file is written once, the
+        // action leaves the pending set the model lists, and the model's own resolve of it is a typed tool error.
+        const link = /open (http:\/\/127\.0\.0\.1:\d+\/login\?code=\S+) to log in/.exec(server.stderr())![1]!
+        const login = yield* Effect.promise(() => fetch(link, { redirect: "manual" }))
+        assert.strictEqual(login.status, 303)
+        const cookie = (login.headers.get("set-cookie") ?? "").split(";")[0]!
+        const id = idOf(preview)
+        const decided = yield* Effect.promise(() =>
+          fetch(`${inbox}/api/actions/${encodeURIComponent(id)}/decision`, {
+            method: "POST",
+            headers: { cookie, origin: inbox!, "content-type": "application/json" },
+            body: JSON.stringify({ action: "apply", reason: "Looks right to me." })
+          })
+        )
+        const answer = yield* Effect.promise(() => decided.json() as Promise<{ outcome: string; message: string }>)
+        assert.strictEqual(decided.status, 200, JSON.stringify(answer))
+        assert.strictEqual(answer.outcome, "applied", answer.message)
+        assert.strictEqual(ws.read("a.ts"), "export const greet = \"hey\"\n")
+        assert.deepStrictEqual(yield* pendingOf(client), [])
+        const late = yield* call(client, "resolve", resolveArgs("apply", "The model, too late.", id))
+        assert.isTrue(late.isError === true, textOf(late))
+        assert.strictEqual(ws.read("a.ts"), "export const greet = \"hey\"\n")
       })),
     timeout
   )
