@@ -1,7 +1,8 @@
 /**
  * The `import` condition of `effect-resolve/inbox` (package.json `exports`): `../inbox.js`, loaded so that a missing
  * optional peer fails with one message naming every missing peer and the `npm install` line
- * (`src/internal/peers.ts`). The types and `require` use `../inbox.js` itself; both give the same objects.
+ * (`src/internal/peers.ts`). The types use `../inbox.js`, `require` uses `inbox.cts`; all
+ * give the same objects.
  *
  * @internal
  */

@@ -1,7 +1,8 @@
 /**
  * The `import` condition of `effect-resolve/mcp` (package.json `exports`): `../mcp.js`, loaded so that a missing
  * optional peer fails with one message naming every missing peer and the `npm install` line
- * (`src/internal/peers.ts`). The types and `require` use `../mcp.js` itself; both give the same objects.
+ * (`src/internal/peers.ts`). The types use `../mcp.js`, `require` uses `mcp.cts`; all
+ * give the same objects.
  *
  * @internal
  */

@@ -1,7 +1,8 @@
 /**
  * The `import` condition of `effect-resolve/plan` (package.json `exports`): `../plan.js`, loaded so that a missing
  * optional peer fails with one message naming every missing peer and the `npm install` line
- * (`src/internal/peers.ts`). The types and `require` use `../plan.js` itself; both give the same objects.
+ * (`src/internal/peers.ts`). The types use `../plan.js`, `require` uses `plan.cts`; all
+ * give the same objects.
  *
  * @internal
  */

@@ -1,7 +1,8 @@
 /**
  * The `import` condition of `effect-resolve/sqlite` (package.json `exports`): `../sqlite.js`, loaded so that a missing
  * optional peer fails with one message naming every missing peer and the `npm install` line
- * (`src/internal/peers.ts`). The types and `require` use `../sqlite.js` itself; both give the same objects.
+ * (`src/internal/peers.ts`). The types use `../sqlite.js`, `require` uses `sqlite.cts`; all
+ * give the same objects.
  *
  * @internal
  */

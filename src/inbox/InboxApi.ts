@@ -208,10 +208,9 @@ export class InboxAddressInUse extends Schema.TaggedError<InboxAddressInUse>("ef
    * @since 0.4.0
    */
   override get message(): string {
-    return `The inbox cannot listen on ${this.address}: the address is in use (EADDRINUSE), by another inbox (a ` +
-      "second `npm start`?) or another program. Stop that process, or give the inbox a free port: InboxServer.layer's " +
-      "`port` option (`npm start` reads it from the PORT environment variable, e.g. `PORT=4412 npm start`; 0 picks " +
-      "any free port)."
+    return `The inbox cannot listen on ${this.address}: the address is in use (EADDRINUSE), by another inbox or ` +
+      "another program. Stop that process, or give the inbox a free port with InboxServer.layer's `port` option " +
+      "(0 picks any free port)."
   }
 }
 

@@ -306,7 +306,7 @@ describe("start", () => {
     const text = `${(failure as Error).name}: ${(failure as Error).message}`
     assert.include(text, "InboxAddressInUse")
     assert.include(text, `The inbox cannot listen on 127.0.0.1:${running.port}: the address is in use (EADDRINUSE)`)
-    assert.include(text, "PORT=4412 npm start")
+    assert.include(text, "InboxServer.layer's `port` option")
     // The first inbox still answers.
     assert.strictEqual((await request(running, "GET", "/api/me", { headers: bearer(tokens.owner) })).status, 200)
   })

@@ -47,6 +47,19 @@ beforeAll(() => {
 }, 120_000)
 afterAll(() => fs.rmSync(project, { recursive: true, force: true }))
 
+/** What the probes print for an entry whose `peers` are all missing: the error's code, then its message. */
+const missingPeersOutput = (entry: string, peers: ReadonlyArray<string>): string => {
+  const range = (peer: string) => pkg.peerDependencies[peer] as string
+  return [
+    "ERR_MODULE_NOT_FOUND",
+    `${entry} needs packages that are not installed:`,
+    ...peers.map((peer) => `  ${peer} ${range(peer)}`),
+    "Install them with:",
+    `  npm install ${peers.map((peer) => `"${peer}@${range(peer)}"`).join(" ")}`,
+    ""
+  ].join("\n")
+}
+
 const node = (args: ReadonlyArray<string>) =>
   spawnSync(process.execPath, args, { cwd: project, encoding: "utf8", timeout: 60_000 })
 
@@ -113,18 +126,15 @@ console.log(await Effect.runPromise(program.pipe(Effect.provide(ResolveRuntime.l
       "try { await import('effect-resolve/sqlite') } catch (e) { console.log(e.code); console.log(e.message) }"
     ])
     assert.strictEqual(run.stderr, "")
-    const peers = ["@effect/sql", "@effect/sql-libsql", "@effect/experimental", "@effect/platform"]
-    const range = (peer: string) => pkg.peerDependencies[peer] as string
     assert.strictEqual(
       run.stdout,
-      [
-        "ERR_MODULE_NOT_FOUND",
-        "effect-resolve/sqlite needs packages that are not installed:",
-        ...peers.map((peer) => `  ${peer} ${range(peer)}`),
-        "Install them with:",
-        `  npm install ${peers.map((peer) => `"${peer}@${range(peer)}"`).join(" ")}`,
-        ""
-      ].join("\n")
+      missingPeersOutput("effect-resolve/sqlite", [
+        "@effect/sql",
+        "@effect/sql-libsql",
+        "@effect/experimental",
+        "@effect/platform"
+      ]),
+      run.stderr
     )
   })
 
@@ -133,18 +143,14 @@ console.log(await Effect.runPromise(program.pipe(Effect.provide(ResolveRuntime.l
       "-e",
       "try { require('effect-resolve/postgres') } catch (e) { console.log(e.code); console.log(e.message) }"
     ])
-    const peers = ["@effect/sql", "@effect/sql-pg", "@effect/experimental", "@effect/platform"]
-    const range = (peer: string) => pkg.peerDependencies[peer] as string
     assert.strictEqual(
       run.stdout,
-      [
-        "ERR_MODULE_NOT_FOUND",
-        "effect-resolve/postgres needs packages that are not installed:",
-        ...peers.map((peer) => `  ${peer} ${range(peer)}`),
-        "Install them with:",
-        `  npm install ${peers.map((peer) => `"${peer}@${range(peer)}"`).join(" ")}`,
-        ""
-      ].join("\n"),
+      missingPeersOutput("effect-resolve/postgres", [
+        "@effect/sql",
+        "@effect/sql-pg",
+        "@effect/experimental",
+        "@effect/platform"
+      ]),
       run.stderr
     )
   })
