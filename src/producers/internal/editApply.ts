@@ -125,7 +125,8 @@ export const writeAll = (
   place: Place,
   files: ReadonlyArray<Checked>
 ): Effect.Effect<void, EditWriteFailed | ToolError> =>
-  Effect.suspend(() => {
+  Effect.gen(function*() {
+    const ownership = yield* Effect.serviceOption(SessionOwnership)
     const temps = files.map(({ file, token }) => FileLock.tempFileOf(file.realPath, token))
     const renamed: Array<Checked> = []
     let failedAt = files[0]?.file.displayPath ?? "(none)"
@@ -165,25 +166,36 @@ export const writeAll = (
       if (root !== undefined) return yield* new PlaceChanged({ entry: root })
       // An exclusive session writes only while it still owns the session (one read, under the file locks, right
       // before the first rename): a runner paused past its lease and woken after another took over writes nothing.
-      const ownership = yield* Effect.serviceOption(SessionOwnership)
       if (Option.isSome(ownership)) yield* ownership.value.check
       // The renames. Each path is verified right before its own rename (Node has no renameat; what is left is a swap
-      // in the moment between that check and the rename).
-      yield* eachFile((i): Effect.Effect<void, PlatformError | PlaceChanged> => {
+      // in the moment between that check and the rename), and so is the lease, by this process's clock (no round trip
+      // while it is fresh): a process paused between two renames, woken after another owner took over, stops there.
+      yield* eachFile((i): Effect.Effect<void, PlatformError | PlaceChanged | PendingStoreError> => {
         const { file } = files[i]!
-        return Effect.flatMap(fileChange(file), (change): Effect.Effect<void, PlatformError | PlaceChanged> =>
-          change !== undefined ?
-            Effect.fail(new PlaceChanged({ entry: change })) :
-            Effect.tap(fs.rename(temps[i]!, file.realPath), () => {
-              renamed.push(files[i]!)
-            }))
+        return Effect.flatMap(
+          fileChange(file),
+          (change): Effect.Effect<void, PlatformError | PlaceChanged | PendingStoreError> =>
+            change !== undefined ?
+              Effect.fail(new PlaceChanged({ entry: change })) :
+              Effect.zipRight(
+                Option.isSome(ownership) ? ownership.value.guard : Effect.void,
+                Effect.tap(fs.rename(temps[i]!, file.realPath), () => {
+                  renamed.push(files[i]!)
+                })
+              )
+        )
       })
     })
     const rollback = (cause: Cause.Cause<PlatformError | PlaceChanged | PendingStoreError>) =>
       Effect.gen(function*() {
         const restored: Array<string> = []
         const notRestored: Array<string> = []
-        for (const { file, mode, original } of [...renamed].reverse()) {
+        // An exclusive session restores only while it still owns the session (one read): a process woken after
+        // another owner took over leaves the files to that owner, which recovered the action when it opened.
+        const owned = renamed.length === 0 || Option.isNone(ownership) ||
+          Either.isRight(yield* Effect.either(ownership.value.check))
+        if (!owned) notRestored.push(...renamed.map(({ file }) => file.displayPath))
+        for (const { file, mode, original } of owned ? [...renamed].reverse() : []) {
           // Never restore through a path that now leads elsewhere.
           const exit = yield* Effect.exit(Effect.gen(function*() {
             const change = yield* fileChange(file)
@@ -197,9 +209,7 @@ export const writeAll = (
             restored.push(file.displayPath)
           } else notRestored.push(file.displayPath)
         }
-        const done = new Set(renamed.map(({ file }) =>
-          file.realPath
-        ))
+        const done = new Set(renamed.map(({ file }) => file.realPath))
         for (let i = 0; i < files.length; i++) {
           // A temporary file that exists is removed even if the first attempts fail (a transient error).
           if (!done.has(files[i]!.file.realPath)) {
@@ -223,7 +233,7 @@ export const writeAll = (
           notRestored
         })
       })
-    return Effect.catchAllCause(attempt, rollback)
+    return yield* Effect.catchAllCause(attempt, rollback)
   })
 
 // -----------------------------------------------------------------------------------------------------------------
