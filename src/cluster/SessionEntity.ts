@@ -379,6 +379,24 @@ export const make = (options: Options = {}) =>
         )
       }))
     /**
+     * Another failure of `f` is its answer only while this runner still owns the session: one read of the session's
+     * owner first. A runner woken after a pause past its lease, whose connections were cut meanwhile, fails its first
+     * statements with a connection error, not a refusal; answered, that error would end a run (a persisted message)
+     * that the session's new owner is running. Lost, it is treated as lost; if the read fails too, `error` stands.
+     */
+    const answerIfOwned = <E>(s: Opened, error: E): Effect.Effect<never, E | PendingStoreError> =>
+      Option.match(s.ownership, {
+        onNone: () => Effect.fail(error),
+        onSome: (ownership) =>
+          Effect.flatMap(
+            Effect.either(ownership.check),
+            (checked): Effect.Effect<never, E | PendingStoreError> =>
+              Either.isLeft(checked) && isOwnershipLost(checked.left) ? Effect.fail(checked.left) : Effect.fail(error)
+          )
+      })
+    const isLost = (error: unknown): boolean =>
+      isOwnershipLost(error) || (error as { readonly _tag?: unknown } | null)?._tag === "SessionLost"
+    /**
      * Runs `f` on the open session, stopped at once if the session is lost meanwhile; then the session closes and
      * `f` runs again once this runner may open it again (after the new owner closed it or is gone; a message whose
      * shard moved is interrupted meanwhile, and the cluster delivers it to the new owner).
@@ -389,9 +407,9 @@ export const make = (options: Options = {}) =>
       Effect.flatMap(open, (s) => {
         const lost = Option.match(s.ownership, { onNone: () => Effect.never, onSome: (o) => o.lost })
         return Effect.raceFirst(f(s), lost).pipe(
+          Effect.catchAll((error) => isLost(error) ? Effect.fail(error) : answerIfOwned(s, error)),
           Effect.catchIf(
-            (error): error is E | PendingStoreError =>
-              isOwnershipLost(error) || (error as { readonly _tag?: unknown } | null)?._tag === "SessionLost",
+            (error): error is E | PendingStoreError => isLost(error),
             () => Effect.zipRight(closeLost(s), withSession(f))
           )
         )
