@@ -44,6 +44,7 @@ import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import { type DurableSteering, TurnDriver } from "../agent/TurnDriver.js"
 import { isOwnershipLost, type PendingStoreError } from "../domain/Errors.js"
@@ -382,14 +383,19 @@ export const make = (options: Options = {}) =>
      * Another failure of `f` is its answer only while this runner still owns the session: one read of the session's
      * owner first. A runner woken after a pause past its lease, whose connections were cut meanwhile, fails its first
      * statements with a connection error, not a refusal; answered, that error would end a run (a persisted message)
-     * that the session's new owner is running. Lost, it is treated as lost; if the read fails too, `error` stands.
+     * that the session's new owner is running. Lost, it is treated as lost; if the read keeps failing, `error` stands.
      */
     const answerIfOwned = <E>(s: Opened, error: E): Effect.Effect<never, E | PendingStoreError> =>
       Option.match(s.ownership, {
         onNone: () => Effect.fail(error),
         onSome: (ownership) =>
           Effect.flatMap(
-            Effect.either(ownership.check),
+            // A read on a connection cut meanwhile fails too: asked again (a pool drops a dead connection on error).
+            Effect.either(Effect.retry(ownership.check, {
+              times: 5,
+              schedule: Schedule.spaced(Duration.millis(50)),
+              while: (error) => !isOwnershipLost(error)
+            })),
             (checked): Effect.Effect<never, E | PendingStoreError> =>
               Either.isLeft(checked) && isOwnershipLost(checked.left) ? Effect.fail(checked.left) : Effect.fail(error)
           )
