@@ -7,8 +7,7 @@
  * scenarios, each on its own pair of runners:
  *
  * - (a) its Postgres connections are terminated as it is paused (`pg_terminate_backend` of the backends named by
- *   its application name), its shard locks being Postgres advisory locks (`shardLockDisableAdvisory: false`, which
- *   only a terminated connection frees);
+ *   its application name): it wakes to a pool of dead connections;
  * - (b) advisory locks disabled (`shardLockDisableAdvisory: true`: shard locks are rows that expire), its connections
  *   open;
  * - (c) the defaults (`SessionCluster.failoverDefaults`, no lock option given), its connections open.
@@ -17,7 +16,8 @@
  * its owner epoch and the host's monotonic clock), the store and the files:
  *
  * - no runner did anything for a session once a newer owner had acquired it: no model request, no store write that
- *   was not refused (no save), no change to the session's files (its temporary files, never renamed, are counted);
+ *   was not refused (no save), no change to the session's files (its temporary files, never renamed, are counted;
+ *   so is a request or rename the runner was frozen in the middle of, after its last check: no store can fence it);
  * - from the store alone: no owner wrote to a session's owner log after a newer owner opened it;
  * - every session's saved conversation only grew (sampled every 300 ms: no message lost or changed);
  * - every run finished ("Done."); nothing is lost (every staged action is in the store, applied or discarded) or
@@ -80,11 +80,7 @@ interface Scenario {
 }
 
 const scenarios: ReadonlyArray<Scenario> = [
-  {
-    name: "(a) its connections terminated, shard locks as advisory locks",
-    sharding: { ...base, shardLockDisableAdvisory: false },
-    terminate: true
-  },
+  { name: "(a) its connections terminated", sharding: base, terminate: true },
   {
     name: "(b) advisory locks disabled, its connections open",
     sharding: { ...base, shardLockDisableAdvisory: true },
@@ -179,7 +175,13 @@ describe("paused-runner checks", () => {
       },
       { e: "request", s: "p00", epoch: 2, t: 60, runner: 2 }
     ]
-    assert.deepStrictEqual(afterTakeover(events), { violations: [], refused: 1, temporary: 1, takeovers: 1 })
+    assert.deepStrictEqual(afterTakeover(events), {
+      violations: [],
+      refused: 1,
+      temporary: 1,
+      takeovers: 1,
+      resumed: []
+    })
     const late = afterTakeover([
       ...events,
       { e: "request", s: "p00", epoch: 1, t: 61, runner: 1 },
@@ -202,6 +204,17 @@ describe("paused-runner checks", () => {
     assert.match(late.violations[1]!, /^store write logSession/)
     assert.match(late.violations[2]!, /^file rename of p00-a\.md/)
     assert.match(late.violations[3]!, /^file writeFile of p00-b\.md by runner 1 \(epoch \?\)/)
+    // Logged before the runner handled its SIGCONT: under way when it was stopped, counted apart.
+    const woken = afterTakeover([
+      ...late.violations.length > 0 ? events : [],
+      ...[
+        { e: "request", s: "p00", epoch: 1, t: 61, runner: 1 },
+        { e: "woke", t: 62, runner: 1 },
+        { e: "request", s: "p00", epoch: 1, t: 63, runner: 1 }
+      ] satisfies Array<Attributed>
+    ])
+    assert.strictEqual(woken.resumed.length, 1)
+    assert.match(woken.violations[0]!, /^model request for p00 by runner 1 \(epoch 1\) 23\.0 ms after/)
   })
 
   it("fileOf tells a session's files and temporary files from other files", () => {
@@ -425,8 +438,9 @@ const runScenario = (scenario: Scenario) =>
       const summary = `${scenario.name}: ${rounds.length} pauses, ${withTakeover} with a takeover ` +
         `(${rounds.reduce((n, r) => n + r.takenOver, 0)} sessions taken over from a paused runner; ` +
         `${after.takeovers} acquisitions from another runner in all), ${rounds.length - withTakeover} without; ` +
-        `after the takeovers the woken runners tried ${after.refused} store writes (all refused) and wrote ` +
-        `${after.temporary} temporary files (removed); ` +
+        `after the takeovers the woken runners tried ${after.refused} store writes (all refused), wrote ` +
+        `${after.temporary} temporary files (removed), and finished ${after.resumed.length} steps they were frozen ` +
+        `in (${after.resumed.join("; ") || "none"}); ` +
         `${[...completed.values()].reduce((a, b) => a + b, 0)} runs, ${statuses.size} actions, ` +
         `${observations} conversation observations` +
         (scenario.terminate ? `, ${rounds.reduce((n, r) => n + r.terminated, 0)} connections terminated` : "") +

@@ -71,6 +71,8 @@ export type RunnerEvent =
     readonly t1: number
     readonly ok: boolean
   }
+  /** Woken by SIGCONT: logged once the step the process was stopped in has finished. */
+  | { readonly e: "woke"; readonly t: number }
   | {
     readonly e: "staged"
     readonly s: string
@@ -212,6 +214,12 @@ export interface AfterTakeover {
   readonly refused: number
   /** Writes of temporary files (never renamed onto a session's file) by an older owner after the takeover. */
   readonly temporary: number
+  /**
+   * Model requests and file changes of an older owner after the takeover that the runner was frozen in the middle of:
+   * logged before its `woke` event, so in the step that was running when it was stopped, whose check of its lease
+   * came before the pause. No store can fence them (see docs/cluster.md); counted, not violations.
+   */
+  readonly resumed: ReadonlyArray<string>
   /** Acquisitions that took a session from another runner process. */
   readonly takeovers: number
 }
@@ -222,7 +230,8 @@ export interface AfterTakeover {
  * a model request, a write to the store under the older epoch that was not refused (`release`, which cannot tell,
  * and writes that report changing nothing excepted), or a change to one of the session's files (a rename onto it, a
  * write, a removal). An action without an epoch in context is judged by its runner: the newest acquisition before it
- * must be that runner's.
+ * must be that runner's. A model request or file change logged after the takeover but before the runner's next
+ * `woke` event was under way when the runner was stopped: it is counted in `resumed`.
  */
 export const afterTakeover = (events: ReadonlyArray<Attributed>): AfterTakeover => {
   const acquisitions = new Map<
@@ -263,15 +272,26 @@ export const afterTakeover = (events: ReadonlyArray<Attributed>): AfterTakeover 
   ) =>
     `runner ${event.runner} (epoch ${epoch ?? "?"}) ${(t - by.t1).toFixed(1)} ms after runner ${by.runner} ` +
     `acquired ${session} under epoch ${by.epoch}`
+  const wakes = new Map<number, Array<number>>()
+  for (const event of events) {
+    if (event.e === "woke") wakes.set(event.runner, [...(wakes.get(event.runner) ?? []), event.t])
+  }
+  /** Whether `runner` had not yet handled the SIGCONT that followed `since` at `t`: it was mid-step when stopped. */
+  const midStep = (runner: number, since: number, t: number) => {
+    const woke = (wakes.get(runner) ?? []).filter((w) => w > since).sort((a, b) => a - b)[0]
+    return woke !== undefined && t < woke
+  }
   const violations: Array<string> = []
+  const resumed: Array<string> = []
   let refused = 0
   let temporary = 0
   for (const event of events) {
     if (event.e === "request") {
       const by = supersededBy(event.s, event.epoch, event.runner, event.t)
-      if (by !== undefined) {
-        violations.push(`model request for ${event.s} by ${late(event, event.s, event.epoch, event.t, by)}`)
-      }
+      if (by === undefined) continue
+      const line = `model request for ${event.s} by ${late(event, event.s, event.epoch, event.t, by)}`
+      if (midStep(event.runner, by.t1, event.t)) resumed.push(line)
+      else violations.push(line)
     } else if (event.e === "write" && event.s !== null && event.epoch !== null) {
       const by = supersededBy(event.s, event.epoch, event.runner, event.t0)
       if (by === undefined) continue
@@ -290,15 +310,15 @@ export const afterTakeover = (events: ReadonlyArray<Attributed>): AfterTakeover 
       if (by === undefined) continue
       if (file.temporary) temporary++
       else {
-        violations.push(
-          `file ${event.op} of ${path.basename(event.to ?? event.path)} by ${
-            late(event, file.session, event.epoch, event.t0, by)
-          }`
-        )
+        const line = `file ${event.op} of ${path.basename(event.to ?? event.path)} by ${
+          late(event, file.session, event.epoch, event.t0, by)
+        }`
+        if (midStep(event.runner, by.t1, event.t0)) resumed.push(line)
+        else violations.push(line)
       }
     }
   }
-  return { violations, refused, temporary, takeovers }
+  return { violations, refused, temporary, takeovers, resumed }
 }
 
 /**

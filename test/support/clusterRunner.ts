@@ -22,8 +22,8 @@
  * The model of session `s` (its system prompt names it) edits the files `<s>-a.md` and `<s>-b.md`, adding a
  * unique marker line to one or both, `EDITS` times per run (counted from the run's prompt in the conversation, so a
  * resumed run that lost a turn stages one more, never fewer), resolving each preview when the request forces
- * `resolve`: every fourth one is discarded, and every third waits a second before answering, leaving a person
- * (the test's client) time to decide it first. Then it answers "Done.".
+ * `resolve`: every fourth one is discarded (and one whose apply found it stale), and every third waits a few seconds
+ * before answering, leaving a person (the test's client) time to decide it first. Then it answers "Done.".
  */
 import { Tool, Toolkit } from "@effect/ai"
 import type * as Prompt from "@effect/ai/Prompt"
@@ -65,6 +65,9 @@ const now = () => Number(process.hrtime.bigint()) / 1e6
 const event = (line: RunnerEvent) => {
   if (eventsFd !== undefined) writeSync(eventsFd, `${JSON.stringify(line)}\n`)
 }
+// Woken from a pause (SIGCONT): logged once the step that was running when the process was stopped has finished.
+process.on("SIGCONT", () => event({ e: "woke", t: now() }))
+
 /** The owner epoch of the session whose fiber this runs in (`null` outside an exclusive session's code). */
 const currentEpoch = Effect.map(
   Effect.zip(Effect.serviceOption(SessionOwnership), Effect.serviceOption(PendingActions)),
@@ -243,6 +246,15 @@ const stagedSinceRun = (prompt: Prompt.Prompt): number => {
 
 let markers = 0
 
+/** Whether the conversation's last tool result is a `resolve` that found its preview stale. */
+const lastResolveFoundStale = (prompt: Prompt.Prompt): boolean => {
+  const last = [...prompt.content].reverse().find((message) => message.role === "tool")
+  return last !== undefined && last.role === "tool" &&
+    last.content.some((part) =>
+      part.type === "tool-result" && part.name === "resolve" && JSON.stringify(part.result).includes("Preview is stale")
+    )
+}
+
 /** The script, logging each request (its session, and the epoch of the run that sent it) as it is answered. */
 const loggedScript = (request: ScriptedModel.ScriptedRequest): ScriptedModel.ScriptedStep => {
   const t = now()
@@ -265,7 +277,8 @@ const script = (request: ScriptedModel.ScriptedRequest): ScriptedModel.ScriptedS
   if (ScriptedModel.isForced(request)) {
     const n = staged - 1
     const answer = ScriptedModel.toolCall("resolve", {
-      action: n % 4 === 3 ? "discard" : "apply",
+      // As the tool asks: a preview whose files changed since (another preview applied first) is discarded.
+      action: n % 4 === 3 || lastResolveFoundStale(request.prompt) ? "discard" : "apply",
       reason: "As asked.",
       extra: null,
       id: null
