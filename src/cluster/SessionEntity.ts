@@ -364,7 +364,15 @@ export const make = (options: Options = {}) =>
         }
         return opened
       })
-      return Effect.retry(attempt, { while: isOwnershipLost })
+      return Effect.retry(attempt, { while: isOwnershipLost }).pipe(
+        // A store error while opening (a pool still holding connections the database cut, e.g. after a pause) is
+        // asked again a few times before it becomes the message's answer: a pool drops a dead connection on error.
+        Effect.retry({
+          times: 5,
+          schedule: Schedule.exponential(Duration.millis(50)),
+          while: (error) => !isOwnershipLost(error)
+        })
+      )
     }))
     /** The session was lost (a newer owner, a lapsed lease): it closes, writing nothing; the next open waits. */
     const closeLost = (s: Opened) =>

@@ -6,9 +6,12 @@
  *
  * @internal
  */
+import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type { PendingStoreError } from "../../domain/Errors.js"
+import * as Schedule from "effect/Schedule"
+import type * as Scope from "effect/Scope"
+import { isOwnershipLost, type PendingStoreError } from "../../domain/Errors.js"
 import type { PendingRecord } from "../../domain/PendingRecord.js"
 import type * as ActionKind from "../ActionKind.js"
 import type { PendingStore } from "../PendingStore.js"
@@ -32,7 +35,7 @@ const recover = (s: State, record: PendingRecord): Effect.Effect<Option.Option<A
       onFailure: (cause) =>
         Effect.as(
           Effect.logWarning(
-            `effect-resolve: recovering ${record.id} failed; it stays resolving and is tried again at the next start`,
+            `effect-resolve: recovering ${record.id} failed; it stays resolving and is tried again in a moment (and at the next start)`,
             cause
           ),
           Option.none()
@@ -79,24 +82,83 @@ const reconcile = (
     return Option.getOrElse(yield* store.get(record.id), () => record)
   })
 
+/** How long a claim whose kind could not tell what became of it (a file still locked) waits before it is asked again. */
+const recoverAgainAfter = Duration.seconds(1)
+
+/**
+ * A claim another instance held when the session opened, looked at again for as long as the session is open: once
+ * its lease passed (a previous owner paused past its lease, or slow, whose lease had not run out yet when this one
+ * took the session over), and again while its kind's `recover` cannot tell yet (the paused owner still holds the
+ * file lock). Without it, such a record stayed `resolving` until the session's next start. The settle is the same
+ * compare-and-set on the claim's owner as at the start: the owner, woken, settles it first or not at all.
+ */
+const watchClaim = (s: State, store: PendingStore.Service, id: string): Effect.Effect<void, PendingStoreError> =>
+  Effect.gen(function*() {
+    for (;;) {
+      const found = yield* store.get(id)
+      if (Option.isNone(found)) return
+      const record = found.value
+      if (record.status !== "resolving" || record.owner === s.owner) return
+      if (!claimAbandoned(s, record.owner, record.leaseUntil)) {
+        // Its owner's lease has not passed yet: asked again right after it does (an owner alive in this thread,
+        // whose lease passed, is asked again later).
+        const left = (record.leaseUntil ?? 0) - s.now()
+        yield* Effect.sleep(left > 0 ? Duration.millis(left + 50) : recoverAgainAfter)
+        continue
+      }
+      const verdict = yield* recover(s, record)
+      if (Option.isSome(verdict)) {
+        yield* store.transition({
+          id: record.id,
+          from: ["resolving"],
+          to: verdict.value,
+          owner: Option.some(record.owner!),
+          now: s.now()
+        })
+        return
+      }
+      yield* Effect.sleep(recoverAgainAfter)
+    }
+  })
+
 /**
  * Reads the session's open records, makes each current and takes it into the set; a pending one that forces gets
- * its directive (`"auto"` when `soft`).
+ * its directive (`"auto"` when `soft`). A claim another instance still held is watched in the background (in the
+ * session's scope) until it is settled: see `watchClaim`.
  */
 export const restoreOpen = (
   s: State,
   store: PendingStore.Service,
   soft: boolean
-): Effect.Effect<void, PendingStoreError> =>
+): Effect.Effect<void, PendingStoreError, Scope.Scope> =>
   Effect.gen(function*() {
     // Oldest first, so that the most recent pending action ends at the head of the queue.
     const records = [...(yield* store.listOpen(s.session))].reverse()
     const isGone = yield* judge(s, store, records.map((record) => record.stager))
+    const held: Array<string> = []
     for (const stored of records) {
       const record = yield* reconcile(s, stored, store, isGone)
+      if (record.status === "resolving" && record.owner !== s.owner) held.push(record.id)
       const entry = restoreEntry(s, record)
       if (entry.status === "pending" && !entry.standing && entry.runner !== undefined) {
         yield* pushDirective(s, entry, soft)
       }
+    }
+    if (held.length > 0) {
+      yield* Effect.forkScoped(Effect.forEach(
+        held,
+        (id) =>
+          watchClaim(s, store, id).pipe(
+            // A store error is asked again; this instance losing the session (fenced) ends the watch.
+            Effect.retry({ schedule: Schedule.spaced(recoverAgainAfter), while: (error) => !isOwnershipLost(error) }),
+            Effect.catchAllCause((cause) =>
+              Effect.logWarning(
+                `effect-resolve: ${id} stays resolving here; the session's next start recovers it`,
+                cause
+              )
+            )
+          ),
+        { concurrency: "unbounded", discard: true }
+      ))
     }
   })

@@ -173,6 +173,92 @@ describeEachStore("a durable session reopened", pg, dir, (subject) => {
       deepStrictEqual(yield* reopen(() => Effect.succeed("pending")), ["pending"])
     }))
 
+  it.live("a claim whose lease had not passed when the session opened is recovered once it passes, no new start", () =>
+    Effect.gen(function*() {
+      // A previous owner paused past its instance lease, whose claim's lease runs a little longer: the session opens
+      // before the claim may be taken for abandoned. Before 0.4 the action stayed resolving until the next start.
+      const store = yield* subject.make()
+      const notes = yield* Ref.make<ReadonlyArray<string>>([])
+      const first = yield* open(store, "s6", notes)
+      const note = yield* first.run(
+        stageKind(Note, { text: "paused" }, { label: "Note: paused", sourceToolName: "note" })
+      )
+      // A live process of this host (not this one): only its lease can tell whether it still runs the claim.
+      const elsewhere = `${hostname()}:${process.ppid}:elsewhere`
+      yield* first.run(
+        Effect.flatMap(
+          PendingStore,
+          (s) => s.claim({ id: note.id, owner: elsewhere, leaseUntil: Date.now() + 600, now: Date.now() })
+        )
+      )
+      yield* first.close
+      const recovered = yield* Ref.make(0)
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(
+        ResolveRuntime.durable({
+          session: "s6",
+          store,
+          kinds: [
+            ActionKind.make({ ...Note, recover: () => Effect.as(Ref.update(recovered, (n) => n + 1), "pending") })
+          ]
+        }).pipe(Layer.provide(Layer.succeed(Notes, notes))),
+        scope
+      )
+      const list = Effect.flatMap(PendingActions, (p) => p.list).pipe(Effect.provide(context))
+      deepStrictEqual((yield* list).map((info) => info.status), ["resolving"])
+      assert.strictEqual(yield* Ref.get(recovered), 0)
+      let statuses: ReadonlyArray<string> = []
+      for (let i = 0; i < 60 && statuses[0] !== "pending"; i++) {
+        yield* Effect.sleep("50 millis")
+        statuses = (yield* list).map((info) => info.status)
+      }
+      deepStrictEqual(statuses, ["pending"])
+      assert.strictEqual(yield* Ref.get(recovered), 1)
+      assert.strictEqual(ToolResult.textOf(yield* apply(note.id).pipe(Effect.provide(context))), "noted paused")
+      deepStrictEqual(yield* Ref.get(notes), ["paused (ok, attempt 2)"])
+      yield* Scope.close(scope, Exit.void)
+    }))
+
+  it.live("a recover that cannot tell yet is asked again while the session stays open", () =>
+    Effect.gen(function*() {
+      const store = yield* subject.make()
+      const notes = yield* Ref.make<ReadonlyArray<string>>([])
+      const first = yield* open(store, "s7", notes)
+      const note = yield* first.run(
+        stageKind(Note, { text: "locked" }, { label: "Note: locked", sourceToolName: "note" })
+      )
+      const dead = `${hostname()}:${deadPid()}:gone`
+      yield* first.run(Effect.flatMap(PendingStore, (s) =>
+        s.claim({ id: note.id, owner: dead, leaseUntil: Date.now() + 3_600_000, now: Date.now() })))
+      yield* first.close
+      // The file lock is held the first time (the paused owner still has it), free the second.
+      const asked = yield* Ref.make(0)
+      const recover = () =>
+        Effect.flatMap(
+          Ref.updateAndGet(asked, (n) =>
+            n + 1),
+          (n): Effect.Effect<ActionKind.Recovery, string> =>
+            n === 1 ? Effect.fail("the file is still locked") : Effect.succeed("applied")
+        )
+      const scope = yield* Scope.make()
+      const context = yield* Layer.buildWithScope(
+        ResolveRuntime.durable({ session: "s7", store, kinds: [ActionKind.make({ ...Note, recover })] }).pipe(
+          Layer.provide(Layer.succeed(Notes, notes))
+        ),
+        scope
+      )
+      const list = Effect.flatMap(PendingActions, (p) => p.list).pipe(Effect.provide(context))
+      deepStrictEqual((yield* list).map((info) => info.status), ["resolving"])
+      let statuses: ReadonlyArray<string> = []
+      for (let i = 0; i < 80 && statuses[0] !== "applied"; i++) {
+        yield* Effect.sleep("50 millis")
+        statuses = (yield* list).map((info) => info.status)
+      }
+      deepStrictEqual(statuses, ["applied"])
+      assert.strictEqual(yield* Ref.get(asked), 2)
+      yield* Scope.close(scope, Exit.void)
+    }))
+
   it.live("a claim held by a live process is left alone", () =>
     Effect.gen(function*() {
       const store = yield* subject.make()
