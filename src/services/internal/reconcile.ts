@@ -23,7 +23,7 @@ import { restoreEntry, runnable } from "./storeMirror.js"
 // What became of an action a dead owner left `resolving`: its kind's `recover`, or `conflict` when nothing can
 // tell (a closure, a kind without `recover`, a payload that no longer decodes).
 // `none`: the kind could not tell now (its `recover` failed: a file still locked, a disk error); the record stays
-// `resolving` under the dead owner, and the next start tries again.
+// `resolving` under the dead owner, asked again in a moment (`watchClaim`) and at the next start.
 const recover = (s: State, record: PendingRecord): Effect.Effect<Option.Option<ActionKind.Recovery>> => {
   const found = runnable(s, record)
   const kindRecover = found?.kind.recover
