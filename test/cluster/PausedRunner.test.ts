@@ -463,7 +463,7 @@ describe.skipIf(pg._tag !== "Available")(postgresSuiteName("a paused runner on r
       `SIGSTOP of the owner past its lease, ${scenario.name}, ${ROUNDS} rounds: after the takeover it makes no ` +
         "model request, no save, no file change; nothing lost or doubled, conversations only grow, every run finishes",
       () => runScenario(scenario),
-      LONG ? 3_600_000 : 240_000
+      LONG ? 3_600_000 : 420_000
     )
   }
 })
