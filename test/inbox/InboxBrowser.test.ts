@@ -881,6 +881,72 @@ describe.skipIf(skip !== undefined)(
       }
     }, 180_000)
 
+    it("screenshots of the list and a detail pane (docs/images/ with EFFECT_RESOLVE_SCREENSHOTS=1)", async () => {
+      // An inbox of its own, so that the other tests' actions are not in the picture.
+      const setup = await setUp()
+      const worker = await startWorker(setup.file, setup.workspace, setup.log)
+      try {
+        const files: Record<string, string> = {
+          "src/greeting.ts": "export const greeting = \"hello\"\n",
+          "src/server.ts":
+            "import { greeting } from \"./greeting.js\"\n\nexport const port = 3000\nconsole.log(greeting)\n",
+          "README.md": "# Demo\n\nA workspace for the approval inbox's demo.\n",
+          "docs/guide.md": "# Guide\n\nStart the server with npm start.\n"
+        }
+        for (const [name, text] of Object.entries(files)) {
+          fs.mkdirSync(path.dirname(path.join(setup.workspace, name)), { recursive: true })
+          fs.writeFileSync(path.join(setup.workspace, name), text)
+        }
+        const edit = (session: string, ...changes: ReadonlyArray<readonly [string, string, string]>) =>
+          worker.ask({
+            op: "edit",
+            session,
+            files: changes.map(([file, oldText, newText]) => ({ path: file, edits: [{ oldText, newText }] }))
+          }).then((answer) => answer.id as string)
+        await edit("docs-agent", [
+          "docs/guide.md",
+          "Start the server with npm start.",
+          "Start the server with `npm start`; it listens on port 3000."
+        ])
+        await edit("refactor-agent", ["README.md", "A workspace", "A small workspace"])
+        await edit("docs-agent", ["README.md", "# Demo", "# Demo workspace"])
+        const multi = await edit(
+          "refactor-agent",
+          ["src/greeting.ts", "\"hello\"", "\"hello, world\""],
+          [
+            "src/server.ts",
+            "export const port = 3000\nconsole.log(greeting)",
+            "export const port = Number(process.env.PORT ?? 3000)\nconsole.log(`${greeting} on ${port}`)"
+          ]
+        )
+        const { context, errors, page } = await openPage(browser, setup)
+        await item(page, multi).waitFor({ timeout: 30_000 })
+        const shot = async (name: string) => {
+          await page.screenshot({ path: screenshotPath(name) })
+          if (process.env.EFFECT_RESOLVE_SCREENSHOTS === "1") {
+            await page.screenshot({ path: path.join(root, "docs/images", name) })
+          }
+        }
+        await pick(page, multi).check()
+        await page.locator("#batch").waitFor()
+        await shot("inbox-list.png")
+        await pick(page, multi).uncheck()
+        await item(page, multi).click()
+        await page.locator("#d-diff .path", { hasText: "src/server.ts" }).waitFor()
+        await page.fill("#reason", "Reads the port from PORT, as asked.")
+        await shot("inbox-detail.png")
+        for (const name of ["inbox-list.png", "inbox-detail.png"]) {
+          assert.isBelow(fs.statSync(screenshotPath(name)).size, 200_000, `${name} is small`)
+        }
+        assert.deepStrictEqual(errors, [])
+        await context.close()
+      } finally {
+        for (const context of opened.splice(0)) await context.close().catch(() => {})
+        await worker.stop()
+        await tearDown(setup)
+      }
+    }, 180_000)
+
     it("on a 390×844 phone: the list, then the detail with its buttons on screen, then back", async () => {
       {
         const { context, errors, page } = await openPage(browser, setup, {
