@@ -820,10 +820,75 @@ describe.skipIf(skip !== undefined)(
       assert.deepStrictEqual(posts[0]!.body, { action: "apply", reason: "As asked." })
       assert.isAtLeast(posts[0]!.at - started, 1_400, "sent after the delay")
       assert.strictEqual(fs.readFileSync(file, "utf8"), "after\n")
-      // u undoes the latest waiting apply (here, one of a batch).
       assert.deepStrictEqual(errors, [])
       await context.close()
     }, 180_000)
+
+    it(
+      "an apply whose window ends while another decision is on its way is sent after it, not dropped; u undoes",
+      async () => {
+        const { context, errors, page } = await openPage(browser, setup, undefined, "ann", "?applyDelay=800")
+        const posts = recordPosts(page)
+        const ids: Array<string> = []
+        for (const n of [1, 2, 3]) {
+          ids.push(
+            (await worker.ask({
+              op: "note",
+              session: "agent-queue",
+              text: `queue ${n}`,
+              label: `Note: queue ${n}`,
+              preview: `+ queue ${n}`
+            }))
+              .id
+          )
+        }
+        const [one, two, three] = ids as [string, string, string]
+        // The discard of `two` takes 2 s to reach the inbox.
+        await page.route(`**/api/actions/${two}/decision`, async (route) => {
+          await new Promise((resolve) => setTimeout(resolve, 2_000))
+          await route.continue()
+        })
+        await item(page, one).click()
+        await page.locator("#d-label", { hasText: "Note: queue 1" }).waitFor()
+        await page.fill("#reason", "First.")
+        await page.click("#apply")
+        await page.locator("#undo .countdown").waitFor()
+        await item(page, two).click()
+        await page.locator("#d-label", { hasText: "Note: queue 2" }).waitFor()
+        await page.fill("#reason", "Second.")
+        await page.click("#discard")
+        await page.locator("#d-settled", { hasText: "Discarded by ann: Second." }).waitFor({ timeout: 30_000 })
+        const deadline = Date.now() + 30_000
+        while ((await Effect.runPromise(setup.inbox.store.decisions(one))).length === 0 && Date.now() < deadline) {
+          await page.waitForTimeout(100)
+        }
+        const [decision] = await Effect.runPromise(setup.inbox.store.decisions(one))
+        assert.deepStrictEqual([decision?.action, decision?.reason], ["apply", "First."])
+        assert.deepStrictEqual(posts.map((p) => p.path), [
+          `/api/actions/${two}/decision`,
+          `/api/actions/${one}/decision`
+        ])
+        // u undoes the apply still in its window.
+        await item(page, three).click()
+        await page.locator("#d-label", { hasText: "Note: queue 3" }).waitFor()
+        await page.fill("#reason", "Third.")
+        await page.keyboard.press("Escape")
+        await page.keyboard.press("a")
+        await page.locator("#undo .countdown").waitFor()
+        await page.keyboard.press("u")
+        await page.locator("#undo .countdown").waitFor({ state: "detached" })
+        await page.waitForTimeout(1_200)
+        assert.strictEqual(posts.length, 2)
+        assert.deepStrictEqual(await Effect.runPromise(setup.inbox.store.decisions(three)), [])
+        await post(setup.inbox, `/api/actions/${three}/decision`, tokens.owner, {
+          action: "discard",
+          reason: "Test queue."
+        })
+        assert.deepStrictEqual(errors, [])
+        await context.close()
+      },
+      180_000
+    )
 
     it("10 000 pending actions: the count says so, the first page shows, more load on demand", async () => {
       const setup = await setUp()

@@ -499,10 +499,25 @@ const move = (delta) => {
 
 // ---- deciding -------------------------------------------------------------------------------------------------------
 
-/** Sends one decision about the action `id` (the one shown, or one whose undo window just ended). */
-const decide = async (id, body) => {
-  if (state.busy) return
+// Decisions are sent one at a time, in the order they were made: an apply whose undo window ends while another
+// decision is on its way waits for it, and is never dropped.
+let sending = Promise.resolve()
+let waiting = 0
+const oneAtATime = (send) => {
+  waiting++
   state.busy = true
+  const run = sending.then(send).finally(() => {
+    state.busy = --waiting > 0
+    refreshShown()
+  })
+  sending = run.catch(() => {})
+  return run
+}
+
+/** Sends one decision about the action `id` (the one shown, or one whose undo window just ended). */
+const decide = (id, body) => oneAtATime(() => decideNow(id, body))
+
+const decideNow = async (id, body) => {
   const shown = () => state.detail?.id === id
   if (shown()) {
     renderDetail()
@@ -533,10 +548,8 @@ const decide = async (id, body) => {
       showResult(error.message, true)
       keepEdits()
     } else say(error.message, true)
-  } finally {
-    state.busy = false
   }
-  await Promise.all([loadList(), shown() ? loadDetail(id) : undefined])
+  await Promise.all([loadList(), shown() ? loadDetail(id) : undefined]).catch(() => {})
 }
 
 // ---- the undo window ------------------------------------------------------------------------------------------------
@@ -724,8 +737,9 @@ const batchSaid = (text, error = false) => {
 }
 
 /** Sends one decision for each of `ids` in one `POST /api/decisions`, and says what each did. */
-const decideBatch = async (ids, action, reason) => {
-  state.busy = true
+const decideBatch = (ids, action, reason) => oneAtATime(() => decideBatchNow(ids, action, reason))
+
+const decideBatchNow = async (ids, action, reason) => {
   renderBatch()
   batchSaid("Working…")
   const labels = new Map(state.items.map((item) => [item.id, item.label]))
@@ -752,10 +766,8 @@ const decideBatch = async (ids, action, reason) => {
     if (refused.length === 0) $("batch-reason").value = ""
   } catch (error) {
     batchSaid(error.message, true)
-  } finally {
-    state.busy = false
   }
-  await Promise.all([loadList(), state.selected === null ? undefined : loadDetail(state.selected)])
+  await Promise.all([loadList(), state.selected === null ? undefined : loadDetail(state.selected)]).catch(() => {})
 }
 
 const batchApply = () => {
