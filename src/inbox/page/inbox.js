@@ -983,6 +983,9 @@ const start = async () => {
   $("who").textContent = `${state.me.name} (${state.me.permission === "decide" ? "may decide" : "read only"})`
   $("logout").hidden = false
   $("app").hidden = false
+  // A token scoped to some sessions names them: each is a choice of the session filter from the start.
+  for (const session of state.me.sessions ?? []) state.sessions.add(session)
+  renderFilterChoices()
   listen()
   setInterval(refreshAges, 30_000)
   await loadList()
