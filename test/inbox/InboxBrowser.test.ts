@@ -783,7 +783,7 @@ describe.skipIf(skip !== undefined)(
     )
 
     it("apply waits in an undo window: Undo sends nothing; after the delay the decision is POSTed", async () => {
-      const { context, errors, page } = await openPage(browser, setup, undefined, "ann", "?applyDelay=1500")
+      const { context, errors, page } = await openPage(browser, setup, undefined, "ann", "?applyDelay=3000")
       const posts = recordPosts(page)
       const file = path.join(setup.workspace, "undo.txt")
       fs.writeFileSync(file, "before\n")
@@ -799,12 +799,13 @@ describe.skipIf(skip !== undefined)(
       await page.fill("#reason", "As asked.")
       await page.click("#apply")
       const countdown = page.locator("#undo .countdown")
-      await countdown.filter({ hasText: /Applying in \d s/ }).waitFor()
+      await countdown.filter({ hasText: /^Applying in [1-3] s — Undo/ }).waitFor()
+      assert.strictEqual(await countdown.locator(".countdown-what").textContent(), "Edit: 1 replacement in 1 file")
       assert.isTrue(await page.locator("#apply").isDisabled(), "no second apply while one waits")
       await countdown.getByRole("button", { name: "Undo" }).click()
       await countdown.waitFor({ state: "detached" })
       await page.locator("#d-result", { hasText: "undone, nothing was sent" }).waitFor()
-      await page.waitForTimeout(2_000)
+      await page.waitForTimeout(3_500)
       assert.deepStrictEqual(posts, [])
       assert.deepStrictEqual(await Effect.runPromise(setup.inbox.store.decisions(id)), [])
       assert.strictEqual(fs.readFileSync(file, "utf8"), "before\n")
@@ -818,7 +819,7 @@ describe.skipIf(skip !== undefined)(
       assert.strictEqual(posts.length, 1)
       assert.strictEqual(posts[0]!.path, `/api/actions/${id}/decision`)
       assert.deepStrictEqual(posts[0]!.body, { action: "apply", reason: "As asked." })
-      assert.isAtLeast(posts[0]!.at - started, 1_400, "sent after the delay")
+      assert.isAtLeast(posts[0]!.at - started, 2_900, "sent after the delay")
       assert.strictEqual(fs.readFileSync(file, "utf8"), "after\n")
       assert.deepStrictEqual(errors, [])
       await context.close()
@@ -827,7 +828,7 @@ describe.skipIf(skip !== undefined)(
     it(
       "an apply whose window ends while another decision is on its way is sent after it, not dropped; u undoes",
       async () => {
-        const { context, errors, page } = await openPage(browser, setup, undefined, "ann", "?applyDelay=800")
+        const { context, errors, page } = await openPage(browser, setup, undefined, "ann", "?applyDelay=2500")
         const posts = recordPosts(page)
         const ids: Array<string> = []
         for (const n of [1, 2, 3]) {
@@ -843,9 +844,9 @@ describe.skipIf(skip !== undefined)(
           )
         }
         const [one, two, three] = ids as [string, string, string]
-        // The discard of `two` takes 2 s to reach the inbox.
+        // The discard of `two` takes 4 s to reach the inbox: `one`'s window (2.5 s) ends meanwhile.
         await page.route(`**/api/actions/${two}/decision`, async (route) => {
-          await new Promise((resolve) => setTimeout(resolve, 2_000))
+          await new Promise((resolve) => setTimeout(resolve, 4_000))
           await route.continue()
         })
         await item(page, one).click()
@@ -877,7 +878,7 @@ describe.skipIf(skip !== undefined)(
         await page.locator("#undo .countdown").waitFor()
         await page.keyboard.press("u")
         await page.locator("#undo .countdown").waitFor({ state: "detached" })
-        await page.waitForTimeout(1_200)
+        await page.waitForTimeout(3_000)
         assert.strictEqual(posts.length, 2)
         assert.deepStrictEqual(await Effect.runPromise(setup.inbox.store.decisions(three)), [])
         await post(setup.inbox, `/api/actions/${three}/decision`, tokens.owner, {

@@ -591,9 +591,17 @@ const afterUndoWindow = (ids, what, send) => {
   const deadline = Date.now() + applyDelay
   const text = el("span", { className: "countdown-text" })
   const undo = el("button", { className: "undo-button", text: "Undo", attrs: { type: "button" } })
-  const node = el("div", { className: "countdown", attrs: { "data-key": String(key) } }, text, " — ", undo)
+  // "Applying in 5 s — Undo", then what is being applied (a label a model wrote: text only).
+  const node = el(
+    "div",
+    { className: "countdown", attrs: { "data-key": String(key) } },
+    text,
+    " — ",
+    undo,
+    el("span", { className: "countdown-what", text: what })
+  )
   const tick = () => {
-    text.textContent = `Applying in ${Math.max(1, Math.ceil((deadline - Date.now()) / 1000))} s: ${what}`
+    text.textContent = `Applying in ${Math.max(1, Math.ceil((deadline - Date.now()) / 1000))} s`
   }
   tick()
   const entry = {
