@@ -377,6 +377,9 @@ export const make = (
     const sees = (reviewer: ReviewerInfo, session: string) =>
       Option.match(reviewer.sessions, { onNone: () => true, onSome: (allowed) => allowed.includes(session) })
 
+    // A list row's files and line counts: each action's preview is parsed once, not on every list or refresh.
+    const diffStats = DiffParser.statsCache()
+
     const summaryOf = (listed: PendingStore.ListedAction, at: number): ActionSummary => {
       const { record } = listed
       const kind = registered.get(record.kind)
@@ -396,7 +399,8 @@ export const make = (
         requested: Option.map(listed.requested, viewOf),
         runsHere: kind !== undefined,
         amendable: kind?.amendment !== undefined,
-        previewLength: record.preview.length
+        previewLength: record.preview.length,
+        ...diffStats(record.id, record.preview)
       }
     }
 

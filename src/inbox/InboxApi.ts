@@ -396,6 +396,25 @@ export const DecisionView = Schema.Struct({
  */
 export type DecisionView = typeof DecisionView.Type
 
+/**
+ * One file a preview's diff touches, at a glance: its path (the new one; the old one when the file is deleted) and
+ * the lines it adds and removes.
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export const FileStat = Schema.Struct({
+  path: Schema.String,
+  added: Schema.NonNegativeInt,
+  removed: Schema.NonNegativeInt
+}).annotations({ identifier: "FileStat" })
+
+/**
+ * @since 0.4.0
+ * @category models
+ */
+export type FileStat = typeof FileStat.Type
+
 const summaryFields = {
   id: Schema.String,
   session: Schema.String,
@@ -418,7 +437,18 @@ const summaryFields = {
   /** Whether the action's kind takes an amendment (edit before apply) that this inbox can check. */
   amendable: Schema.Boolean,
   /** The preview's size in UTF-16 code units (the list does not carry previews). */
-  previewLength: Schema.NonNegativeInt
+  previewLength: Schema.NonNegativeInt,
+  /**
+   * The files its preview's diff touches (the first 20; none when the preview holds no unified diff), each with
+   * the lines it adds and removes: what a list row shows, computed once per action by the server.
+   */
+  files: Schema.Array(FileStat),
+  /** How many files the diff touches (`files` names at most 20). */
+  fileCount: Schema.NonNegativeInt,
+  /** The lines the diff adds, over every file. */
+  added: Schema.NonNegativeInt,
+  /** The lines the diff removes, over every file. */
+  removed: Schema.NonNegativeInt
 }
 
 /**

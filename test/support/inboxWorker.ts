@@ -7,6 +7,7 @@
  * It prints `{"ready":true,"pid":...}`, then answers each line of stdin (a JSON command with a `tag`) with one JSON
  * line carrying the same `tag`:
  * - `{"op":"edit","path":p,"oldText":o,"newText":n}` previews an edit (nothing written); answers `{"id":...}`;
+ *   `{"op":"edit","files":[{ path, edits: [{ oldText, newText }] }]}` previews an edit of several files;
  * - `{"op":"note","text":t,"label":l,"preview":p}` stages a note with that label and preview; answers `{"id":...}`;
  * - `{"op":"open"}` answers `{"actions":[[id,status],...]}`: the session's actions not yet settled, read again;
  * - `{"op":"close"}` closes the sessions and exits.
@@ -52,7 +53,8 @@ const handle = async (command: any): Promise<unknown> => {
       const exit = await run(
         command.session,
         track(FileEditPreview.tool.execute({
-          files: [{ path: command.path, edits: [{ oldText: command.oldText, newText: command.newText }] }]
+          files: command.files ??
+            [{ path: command.path, edits: [{ oldText: command.oldText, newText: command.newText }] }]
         }))
       )
       return Exit.isSuccess(exit) ? { id: exit.value[1][0]?.id } : { error: String(exit.cause) }

@@ -94,3 +94,71 @@ export const parse = (preview: string): Parsed | undefined => {
   const withHunks = files.filter((f) => f.hunks.length > 0)
   return withHunks.length === 0 ? undefined : { files: withHunks, truncated }
 }
+
+/** One file of a diff at a glance: its name (the new one; the old one for a deletion) and its line counts. */
+export interface FileStat {
+  readonly path: string
+  readonly added: number
+  readonly removed: number
+}
+
+/** A preview's diff at a glance, for the list: the first `maxStatFiles` files, and the totals over all of them. */
+export interface Stats {
+  readonly files: ReadonlyArray<FileStat>
+  readonly fileCount: number
+  readonly added: number
+  readonly removed: number
+}
+
+/** The most files a list row names (the totals count every file). */
+export const maxStatFiles = 20
+
+/** A preview without a diff: no files. */
+export const noStats: Stats = { files: [], fileCount: 0, added: 0, removed: 0 }
+
+/** The at-a-glance counts of a parsed diff (the same lines the detail pane shows). */
+export const statsOf = (parsed: Parsed | undefined): Stats => {
+  if (parsed === undefined) return noStats
+  const files: Array<FileStat> = []
+  let added = 0
+  let removed = 0
+  for (const file of parsed.files) {
+    let a = 0
+    let r = 0
+    for (const hunk of file.hunks) {
+      for (const line of hunk.lines) {
+        if (line.op === "add") a++
+        else if (line.op === "remove") r++
+      }
+    }
+    added += a
+    removed += r
+    if (files.length < maxStatFiles) {
+      files.push({ path: file.newPath === "/dev/null" ? file.oldPath : file.newPath, added: a, removed: r })
+    }
+  }
+  return { files, fileCount: parsed.files.length, added, removed }
+}
+
+/**
+ * The stats of each action's preview, computed once per action: a list answer (and every refresh of it) reads the
+ * cache instead of parsing each preview again. Bounded: the `capacity` most recently used actions are kept, each as
+ * its counts only (never the preview). A preview is fixed when it is staged (no store writes it again); as a guard,
+ * an entry is used only while the preview has the length it was computed from.
+ */
+export const statsCache = (capacity = 2_000): (id: string, preview: string) => Stats => {
+  const entries = new Map<string, { readonly length: number; readonly stats: Stats }>()
+  return (id, preview) => {
+    const cached = entries.get(id)
+    entries.delete(id)
+    if (cached !== undefined && cached.length === preview.length) {
+      // Most recently used last: a Map keeps insertion order.
+      entries.set(id, cached)
+      return cached.stats
+    }
+    const stats = statsOf(parse(preview))
+    entries.set(id, { length: preview.length, stats })
+    if (entries.size > capacity) entries.delete(entries.keys().next().value!)
+    return stats
+  }
+}

@@ -15,9 +15,29 @@ const el = (tag, options = {}, ...children) => {
   return node
 }
 
+const query = new URLSearchParams(location.search)
+
+/**
+ * How long an apply waits before it is sent, in milliseconds: the reviewer's window to undo it. `?applyDelay=` sets
+ * it (0 to 60 000; 0 sends at once); tests use a short one.
+ */
+const applyDelay = (() => {
+  const raw = query.get("applyDelay")
+  const wanted = raw === null || raw.trim() === "" ? NaN : Number(raw)
+  return Number.isInteger(wanted) && wanted >= 0 && wanted <= 60_000 ? wanted : 5_000
+})()
+
 const state = {
   me: null,
+  // The list's filters, kept in the address (?show=, ?session=, ?kind=) so that a reload keeps them.
   filter: "waiting",
+  session: "",
+  kind: "",
+  // The sessions and kinds seen in any list answer: the filters' choices.
+  sessions: new Set(),
+  kinds: new Set(),
+  // The actions ticked for a batch decision, by id.
+  picked: new Set(),
   items: [],
   next: null,
   wanted: 50,
@@ -29,7 +49,9 @@ const state = {
   // The reviewer's own amended text, by action id ({ paths, texts: one per box } or { json }): kept when the editor
   // closes, another action is selected, or an apply is refused, until the reviewer discards it or an apply succeeds.
   edits: new Map(),
-  busy: false
+  busy: false,
+  // The detail answer whose diff is drawn (a redraw of the pane draws the diff again only for a new answer).
+  renderedDiffOf: null
 }
 
 class HttpError extends Error {
@@ -86,7 +108,52 @@ const renderCounts = (counts) => {
   $("counts").textContent = parts.join(" · ")
 }
 
+/** `+3 −1`: the lines a diff adds and removes, each in its colour. */
+const lineCounts = (added, removed) =>
+  el(
+    "span",
+    { className: "counts-lines", attrs: { "aria-label": `${added} lines added, ${removed} removed` } },
+    el("span", { className: "plus", text: `+${added}` }),
+    " ",
+    el("span", { className: "minus", text: `\u2212${removed}` })
+  )
+
+const filesShown = 3
+
+/** The files a row names: the first three with their line counts, then how many more, and the totals. */
+const filesNode = (item) => {
+  if (item.fileCount === 0) return null
+  const node = el("span", { className: "files" })
+  item.files.slice(0, filesShown).forEach((file, i) => {
+    if (i > 0) node.append(" · ")
+    node.append(
+      el("span", { className: "file-name", text: visibleName(file.path) }),
+      " ",
+      lineCounts(file.added, file.removed)
+    )
+  })
+  if (item.fileCount > filesShown) {
+    const more = item.fileCount - filesShown
+    node.append(` · ${more} more ${more === 1 ? "file" : "files"} · in all `, lineCounts(item.added, item.removed))
+  }
+  return node
+}
+
+const rowStatus = (item) => {
+  if (counting(item.id)) return "applying"
+  if (item.requested !== null) return "decided"
+  return item.status
+}
+
 const itemNode = (item) => {
+  const picked = state.picked.has(item.id)
+  const pick = el("input", {
+    className: "pick",
+    attrs: { type: "checkbox", "data-id": item.id, "aria-label": `Select for a batch decision: ${item.label}` }
+  })
+  pick.checked = picked
+  pick.disabled = state.me?.permission !== "decide" || !isOpen(item)
+  pick.addEventListener("change", () => togglePick(item.id, pick.checked))
   const button = el(
     "button",
     {
@@ -94,22 +161,48 @@ const itemNode = (item) => {
       attrs: { type: "button", role: "option", "data-id": item.id, "aria-selected": String(item.id === state.selected) }
     },
     el("span", { className: "label", text: item.label }),
+    filesNode(item),
     el(
       "span",
       { className: "sub" },
-      el("span", { className: `status ${item.status}`, text: item.requested !== null ? "decided" : item.status }),
-      `${item.session} · ${item.kind} · ${ago(item.createdAt)}`
+      el("span", { className: `status ${rowStatus(item)}`, text: rowStatus(item) }),
+      el("span", { className: "session", text: item.session }),
+      ` · ${item.kind} · `,
+      el("span", { className: "age", text: ago(item.createdAt), attrs: { "data-at": String(item.createdAt) } }),
+      el("span", { className: "id", text: ` · ${item.id.slice(-6)}`, attrs: { title: item.id } })
     )
   )
   button.addEventListener("click", () => select(item.id, true))
-  return el("li", {}, button)
+  return el("li", { className: picked ? "row picked" : "row" }, pick, button)
 }
+
+/** Open for a decision: pending (or orphaned), with no decision recorded yet. */
+const isOpen = (item) => (item.status === "pending" || item.status === "orphaned") && item.requested === null
 
 const renderList = () => {
   const list = $("list")
+  // A ticked action that is no longer listed, or no longer open, leaves the batch.
+  for (const id of state.picked) {
+    const item = state.items.find((candidate) => candidate.id === id)
+    if (item === undefined || !isOpen(item)) state.picked.delete(id)
+  }
+  const focused = document.activeElement?.closest?.(".row")?.querySelector(".item")?.getAttribute("data-id")
+  const focusedPick = document.activeElement?.classList?.contains("pick") === true
   list.replaceChildren(...state.items.map(itemNode))
+  if (focused !== undefined && focused !== null) {
+    const row = [...list.querySelectorAll(".item")].find((node) => node.getAttribute("data-id") === focused)
+    ;(focusedPick ? row?.parentElement?.querySelector(".pick") : row)?.focus()
+  }
   $("list-empty").hidden = state.items.length > 0
   $("more").hidden = state.next === null
+  renderBatch()
+}
+
+/** Ages say "3 min ago": brought up to date every 30 seconds without redrawing the list. */
+const refreshAges = () => {
+  for (const node of document.querySelectorAll(".age[data-at]")) {
+    node.textContent = ago(Number(node.getAttribute("data-at")))
+  }
 }
 
 // A page is 50 actions. A refresh (any change, anywhere) reloads as many as the reviewer has asked to see, up to the
@@ -120,8 +213,64 @@ const maxPage = 200
 let ticket = 0
 
 const withFilter = (params) => {
-  const query = filters[state.filter]
-  return `/api/actions${query === "" ? "?" : `${query}&`}${params}`
+  const base = filters[state.filter]
+  const extra = [
+    state.session === "" ? "" : `session=${encodeURIComponent(state.session)}`,
+    state.kind === "" ? "" : `kind=${encodeURIComponent(state.kind)}`,
+    params
+  ].filter((part) => part !== "").join("&")
+  return `/api/actions${base === "" ? "?" : `${base}&`}${extra}`
+}
+
+/** Writes the filters into the address (without a new history entry), keeping any other parameter. */
+const saveFilters = () => {
+  const params = new URLSearchParams(location.search)
+  const set = (name, value, fallback) => value === fallback ? params.delete(name) : params.set(name, value)
+  set("show", state.filter, "waiting")
+  set("session", state.session, "")
+  set("kind", state.kind, "")
+  const search = params.toString()
+  history.replaceState(null, "", `${location.pathname}${search === "" ? "" : `?${search}`}${location.hash}`)
+}
+
+/** Reads the filters from the address. */
+const readFilters = () => {
+  const show = query.get("show")
+  state.filter = show !== null && Object.hasOwn(filters, show) ? show : "waiting"
+  state.session = query.get("session") ?? ""
+  state.kind = query.get("kind") ?? ""
+  $("filter").value = state.filter
+}
+
+/** The session and kind filters' choices: every value seen so far, and the chosen one. */
+const renderFilterChoices = () => {
+  for (
+    const [id, seen, chosen, all] of [
+      ["filter-session", state.sessions, state.session, "All sessions"],
+      ["filter-kind", state.kinds, state.kind, "All kinds"]
+    ]
+  ) {
+    const values = [...new Set([...seen, ...(chosen === "" ? [] : [chosen])])].sort()
+    const select = $(id)
+    const current = [...select.options].map((option) => option.value)
+    if (current.length === values.length + 1 && values.every((value, i) => current[i + 1] === value)) {
+      select.value = chosen
+      continue
+    }
+    select.replaceChildren(
+      el("option", { text: all, attrs: { value: "" } }),
+      ...values.map((value) => el("option", { text: visibleName(value), attrs: { value } }))
+    )
+    select.value = chosen
+  }
+}
+
+const noteSeen = (items) => {
+  for (const item of items) {
+    state.sessions.add(item.session)
+    state.kinds.add(item.kind)
+  }
+  renderFilterChoices()
 }
 
 const loadList = async () => {
@@ -130,6 +279,7 @@ const loadList = async () => {
   if (mine !== ticket) return
   state.items = page.items
   state.next = page.next
+  noteSeen(page.items)
   renderCounts(page.counts)
   renderList()
 }
@@ -142,6 +292,7 @@ const loadMore = async () => {
   if (mine !== ticket) return
   state.items = state.items.concat(page.items)
   state.next = page.next
+  noteSeen(page.items)
   renderCounts(page.counts)
   renderList()
 }
@@ -194,6 +345,42 @@ const renderDiff = (diff) => {
   container.replaceChildren(...files)
 }
 
+const verbs = { apply: "Applied", discard: "Discarded" }
+
+/**
+ * What a settled action's pane says, once: who decided what and why ("Applied by ann: reason"), and the result,
+ * or `null` while the action is open for a decision.
+ */
+const settledOf = (detail) => {
+  if (detail.requested !== null) {
+    const r = detail.requested
+    return {
+      line: `${r.action === "apply" ? "Apply" : "Discard"} requested by ${r.reviewer}: ${r.reason} (recorded, not ` +
+        "yet run: the agent's session runs it on its next turn)",
+      note: ""
+    }
+  }
+  if (detail.status === "applied" || detail.status === "discarded") {
+    const action = detail.status === "applied" ? "apply" : "discard"
+    const decision = detail.decisions.findLast((d) => d.state === "done" && d.action === action)
+    const result = detail.outcome ?? ""
+    return decision === undefined ?
+      { line: `${verbs[action]} by the agent`, note: result } :
+      { line: `${verbs[action]} by ${decision.reviewer}: ${decision.reason}`, note: result }
+  }
+  const others = {
+    cleared: "Cleared: its session ended it without a decision.",
+    expired: "Expired before anyone decided.",
+    resolving: "Being applied or discarded right now.",
+    conflict: "In conflict: a person must look at it outside the inbox.",
+    unreadable: "Unreadable: the store holds a record this inbox cannot read."
+  }
+  if (Object.hasOwn(others, detail.status)) {
+    return { line: others[detail.status], note: detail.outcome ?? "" }
+  }
+  return null
+}
+
 const renderDetail = () => {
   const detail = state.detail
   $("detail").hidden = detail === null
@@ -205,18 +392,12 @@ const renderDetail = () => {
     ["Session", detail.session],
     ["Kind", detail.kind],
     ["Tool", detail.sourceToolName],
-    ["Staged", when(detail.createdAt)],
+    ["Staged", `${when(detail.createdAt)} (${ago(detail.createdAt)})`],
     ["Expires", detail.expiresAt === null ? "never" : when(detail.expiresAt)],
-    ["Attempts", String(detail.attempts)]
+    ["Attempts", String(detail.attempts)],
+    ["Id", detail.id]
   ]
   if (detail.snoozedUntil !== null) meta.push(["Not now until", when(detail.snoozedUntil)])
-  if (detail.outcome !== null) meta.push(["Outcome", detail.outcome])
-  if (detail.requested !== null) {
-    meta.push([
-      "Decided",
-      `${detail.requested.reviewer}: ${detail.requested.action} — ${detail.requested.reason} (not yet run)`
-    ])
-  }
   $("d-meta").replaceChildren(...meta.flatMap(([term, value]) => [el("dt", { text: term }), el("dd", { text: value })]))
   const warnings = []
   if (bidi.test(detail.preview) || bidi.test(detail.label)) {
@@ -228,8 +409,14 @@ const renderDetail = () => {
     warnings.push("This preview contains control characters (such as terminal escape sequences); they are not shown.")
   }
   $("d-warnings").replaceChildren(...warnings.map((text) => el("p", { text })))
-  renderDiff(detail.diff)
-  $("d-preview").textContent = detail.preview
+  if (state.renderedDiffOf !== detail) {
+    // The diff is drawn again only for a new answer (a long one takes time), not on every state change.
+    state.renderedDiffOf = detail
+    renderDiff(detail.diff)
+    $("d-preview").textContent = detail.preview
+    if (detail.id !== state.renderedIdOf) $("d-settled-more").open = false
+    state.renderedIdOf = detail.id
+  }
   $("d-history").replaceChildren(
     ...detail.history.map((event) =>
       el("li", { text: `${when(event.at)}: ${event.from === null ? "staged" : event.from} → ${event.to}` })
@@ -246,9 +433,20 @@ const renderDetail = () => {
         })
       ))
   )
-  const decidable = state.me?.permission === "decide" &&
-    (detail.status === "pending" || detail.status === "orphaned") &&
-    detail.requested === null
+  // Settled (by this reviewer, another one, or the agent): the outcome, once, and nothing left to press.
+  const settled = settledOf(detail)
+  $("d-settled").hidden = settled === null
+  $("d-decide").hidden = settled !== null
+  $("d-settled-line").textContent = settled?.line ?? ""
+  $("d-settled-note").textContent = settled?.note ?? ""
+  $("d-settled-more").hidden = (settled?.note ?? "") === ""
+  $("d-settled").className = `settled ${detail.requested !== null ? "requested" : detail.status}`
+  if (settled !== null) {
+    state.editing = false
+    showResult("")
+  }
+  const decidable = state.me?.permission === "decide" && settled === null && isOpen(detail) &&
+    !counting(detail.id)
   for (const id of ["apply", "discard", "snooze"]) $(id).disabled = !decidable || state.busy
   $("snooze-for").disabled = !decidable || state.busy
   $("edit").disabled = !decidable || !detail.amendable || state.busy
@@ -301,33 +499,142 @@ const move = (delta) => {
 
 // ---- deciding -------------------------------------------------------------------------------------------------------
 
-const decide = async (body) => {
-  const detail = state.detail
-  if (detail === null || state.busy) return
+// Decisions are sent one at a time, in the order they were made: an apply whose undo window ends while another
+// decision is on its way waits for it, and is never dropped.
+let sending = Promise.resolve()
+let waiting = 0
+const oneAtATime = (send) => {
+  waiting++
   state.busy = true
-  renderDetail()
-  showResult("Working…")
+  const run = sending.then(send).finally(() => {
+    state.busy = --waiting > 0
+    refreshShown()
+  })
+  sending = run.catch(() => {})
+  return run
+}
+
+/** Sends one decision about the action `id` (the one shown, or one whose undo window just ended). */
+const decide = (id, body) => oneAtATime(() => decideNow(id, body))
+
+const decideNow = async (id, body) => {
+  const shown = () => state.detail?.id === id
+  if (shown()) {
+    renderDetail()
+    showResult("Working…")
+  }
   try {
-    const result = await api(`/api/actions/${encodeURIComponent(detail.id)}/decision`, {
+    const result = await api(`/api/actions/${encodeURIComponent(id)}/decision`, {
       method: "POST",
       body: JSON.stringify(body)
     })
-    showResult(result.message, result.outcome === "failed")
     if (result.outcome === "failed") {
       // Refused (a stale preview, a failing apply): the reviewer's reason and amended text stay as they are.
-      keepEdits()
+      if (shown()) {
+        showResult(result.message, true)
+        keepEdits()
+      } else say(`Not applied: ${result.action.label}: ${result.message}`, true)
     } else {
-      state.editing = false
-      state.edits.delete(detail.id)
-      $("reason").value = ""
+      // Applied, discarded or recorded: the pane's settled state says so, once. A snooze says until when.
+      if (shown()) {
+        showResult(body.action === "snooze" ? result.message : "")
+        state.editing = false
+        $("reason").value = ""
+      }
+      state.edits.delete(id)
     }
   } catch (error) {
-    showResult(error.message, true)
-    keepEdits()
-  } finally {
-    state.busy = false
+    if (shown()) {
+      showResult(error.message, true)
+      keepEdits()
+    } else say(error.message, true)
   }
-  await Promise.all([loadList(), loadDetail(detail.id)])
+  await Promise.all([loadList(), shown() ? loadDetail(id) : undefined]).catch(() => {})
+}
+
+// ---- the undo window ------------------------------------------------------------------------------------------------
+
+// An apply waits `applyDelay` before it is sent: "Applying in 5 s — Undo". Undo cancels it and nothing is sent;
+// closing the page meanwhile sends nothing either (the browser asks first). Each waiting apply has its own line.
+const countdowns = new Map()
+let countdownKeys = 0
+
+/** Whether the action `id` waits in an undo window. */
+const counting = (id) => [...countdowns.values()].some((entry) => entry.ids.includes(id))
+
+/** A short message in the undo area (a decision sent for an action no longer shown, an undo). */
+const say = (text, error = false) => {
+  const node = el("p", { className: error ? "said error" : "said", text })
+  $("undo").append(node)
+  $("undo").hidden = false
+  setTimeout(() => {
+    node.remove()
+    $("undo").hidden = $("undo").childElementCount === 0
+  }, error ? 15_000 : 5_000)
+}
+
+const endCountdown = (key) => {
+  const entry = countdowns.get(key)
+  if (entry === undefined) return undefined
+  countdowns.delete(key)
+  clearTimeout(entry.timer)
+  clearInterval(entry.ticker)
+  entry.node.remove()
+  $("undo").hidden = $("undo").childElementCount === 0
+  return entry
+}
+
+/** Runs `send` after the undo window (at once when the window is 0), unless the reviewer undoes it first. */
+const afterUndoWindow = (ids, what, send) => {
+  if (applyDelay === 0) return send()
+  const key = ++countdownKeys
+  const deadline = Date.now() + applyDelay
+  const text = el("span", { className: "countdown-text" })
+  const undo = el("button", { className: "undo-button", text: "Undo", attrs: { type: "button" } })
+  // "Applying in 5 s — Undo", then what is being applied (a label a model wrote: text only).
+  const node = el(
+    "div",
+    { className: "countdown", attrs: { "data-key": String(key) } },
+    text,
+    " — ",
+    undo,
+    el("span", { className: "countdown-what", text: what })
+  )
+  const tick = () => {
+    text.textContent = `Applying in ${Math.max(1, Math.ceil((deadline - Date.now()) / 1000))} s`
+  }
+  tick()
+  const entry = {
+    ids,
+    node,
+    ticker: setInterval(tick, 250),
+    timer: setTimeout(() => {
+      endCountdown(key)
+      refreshShown()
+      send()
+    }, applyDelay)
+  }
+  undo.addEventListener("click", () => undoApply(key))
+  countdowns.set(key, entry)
+  $("undo").append(node)
+  $("undo").hidden = false
+  refreshShown()
+  undo.focus()
+}
+
+/** Undoes the apply waiting under `key` (the latest one by default): nothing is sent. */
+const undoApply = (key = [...countdowns.keys()].at(-1)) => {
+  const entry = endCountdown(key)
+  if (entry === undefined) return
+  say("Undone: nothing was sent.")
+  if (entry.ids.includes(state.detail?.id)) showResult("Not applied: undone, nothing was sent.")
+  refreshShown()
+}
+
+/** Draws the list and the pane again (which actions wait in an undo window changed). */
+const refreshShown = () => {
+  renderList()
+  renderDetail()
 }
 
 // The reviewer's reason, which the agent is told as written. The inbox never writes one for them: with an empty box
@@ -342,8 +649,8 @@ const reasonOrAsk = () => {
   return reason
 }
 
-const apply = () => {
-  if (state.detail === null || state.busy) return
+/** The apply the pane asks for, with the reviewer's reason (and amendment), or `null` when something is missing. */
+const applyBody = () => {
   if (state.editing && state.draftFiles !== null) {
     // Only the files the reviewer changed are amended; the others are written as previewed.
     const boxes = [...$("amend-files").querySelectorAll("textarea")]
@@ -351,9 +658,8 @@ const apply = () => {
       .map((file, i) => ({ path: file.path, text: boxes[i].value }))
       .filter((file, i) => file.text !== state.draftFiles[i].text)
     const reason = reasonOrAsk()
-    if (reason === null) return
-    if (files.length === 0) return decide({ action: "apply", reason })
-    return decide({ action: "apply", reason, amendment: { files } })
+    if (reason === null) return null
+    return files.length === 0 ? { action: "apply", reason } : { action: "apply", reason, amendment: { files } }
   }
   if (state.editing) {
     let amendment
@@ -361,25 +667,137 @@ const apply = () => {
       amendment = JSON.parse($("amendment").value)
     } catch {
       showResult("The amendment is not valid JSON.", true)
-      return
+      return null
     }
     const reason = reasonOrAsk()
-    if (reason === null) return
-    return decide({ action: "apply", reason, amendment })
+    if (reason === null) return null
+    return { action: "apply", reason, amendment }
   }
   const reason = reasonOrAsk()
-  if (reason === null) return
-  return decide({ action: "apply", reason })
+  if (reason === null) return null
+  return { action: "apply", reason }
 }
 
+const apply = () => {
+  const detail = state.detail
+  if (detail === null || state.busy || counting(detail.id)) return
+  const body = applyBody()
+  if (body === null) return
+  showResult("")
+  afterUndoWindow([detail.id], detail.label, () => decide(detail.id, body))
+}
+
+// Discard is sent at once: it writes nothing (the agent is told, and may stage the action again).
 const discard = () => {
-  if (state.detail === null || state.busy) return
+  const detail = state.detail
+  if (detail === null || state.busy || counting(detail.id)) return
   const reason = reasonOrAsk()
   if (reason === null) return
-  return decide({ action: "discard", reason })
+  return decide(detail.id, { action: "discard", reason })
 }
 
-const snooze = () => decide({ action: "snooze", until: Date.now() + Number($("snooze-for").value) })
+const snooze = () => {
+  const detail = state.detail
+  if (detail === null || state.busy) return
+  return decide(detail.id, { action: "snooze", until: Date.now() + Number($("snooze-for").value) })
+}
+
+// ---- batch decisions ------------------------------------------------------------------------------------------------
+
+const togglePick = (id, on) => {
+  if (on) state.picked.add(id)
+  else state.picked.delete(id)
+  for (const node of document.querySelectorAll(".pick")) {
+    if (node.getAttribute("data-id") === id) {
+      node.checked = on
+      node.closest(".row")?.classList.toggle("picked", on)
+    }
+  }
+  renderBatch()
+}
+
+const renderBatch = () => {
+  const n = state.picked.size
+  $("batch").hidden = n === 0
+  if (n === 0) return
+  const pickedCounting = [...state.picked].some(counting)
+  $("batch-count").textContent = `${n} selected`
+  $("batch-apply").textContent = `Apply ${n}`
+  $("batch-discard").textContent = `Discard ${n}`
+  $("batch-apply").disabled = state.busy || pickedCounting
+  $("batch-discard").disabled = state.busy || pickedCounting
+}
+
+/** The batch's one reason, from the reviewer: with an empty box nothing is sent (never a reason made up here). */
+const batchReason = () => {
+  const reason = $("batch-reason").value.trim()
+  if (reason === "") {
+    batchSaid("Write a reason first: one sentence, told to each agent as you write it. Nothing was sent.", true)
+    $("batch-reason").focus()
+    return null
+  }
+  return reason
+}
+
+const batchSaid = (text, error = false) => {
+  $("batch-result").textContent = text
+  $("batch-result").classList.toggle("error", error)
+}
+
+/** Sends one decision for each of `ids` in one `POST /api/decisions`, and says what each did. */
+const decideBatch = (ids, action, reason) => oneAtATime(() => decideBatchNow(ids, action, reason))
+
+const decideBatchNow = async (ids, action, reason) => {
+  renderBatch()
+  batchSaid("Working…")
+  const labels = new Map(state.items.map((item) => [item.id, item.label]))
+  try {
+    const answer = await api("/api/decisions", {
+      method: "POST",
+      body: JSON.stringify({ decisions: ids.map((id) => ({ id, action, reason })) })
+    })
+    const done = answer.results.filter((r) => r.result !== null && r.result.outcome !== "failed")
+    const refused = answer.results.filter((r) => r.result === null || r.result.outcome === "failed")
+    const verb = action === "apply" ? "applied" : "discarded"
+    const requested = done.filter((r) => r.result.outcome === "requested").length
+    const parts = [`${done.length - requested} ${verb}`]
+    if (requested > 0) parts.push(`${requested} recorded for their sessions to run`)
+    if (refused.length > 0) {
+      parts.push(
+        `${refused.length} not: ${
+          refused.map((r) => `${labels.get(r.id) ?? r.id}: ${r.error?.message ?? r.result.message}`).join("; ")
+        }`
+      )
+    }
+    batchSaid(parts.join(", "), refused.length > 0)
+    for (const r of done) state.picked.delete(r.id)
+    if (refused.length === 0) $("batch-reason").value = ""
+  } catch (error) {
+    batchSaid(error.message, true)
+  }
+  await Promise.all([loadList(), state.selected === null ? undefined : loadDetail(state.selected)]).catch(() => {})
+}
+
+const batchApply = () => {
+  if (state.busy || state.picked.size === 0) return
+  const reason = batchReason()
+  if (reason === null) return
+  const ids = [...state.picked]
+  batchSaid("")
+  afterUndoWindow(
+    ids,
+    `${ids.length} selected ${ids.length === 1 ? "action" : "actions"}`,
+    () => decideBatch(ids, "apply", reason)
+  )
+}
+
+// A batch discard is sent at once, as a single one is.
+const batchDiscard = () => {
+  if (state.busy || state.picked.size === 0) return
+  const reason = batchReason()
+  if (reason === null) return
+  return decideBatch([...state.picked], "discard", reason)
+}
 
 /** A draft the page edits file by file: `{ files: [{ path, text }] }`. */
 const isFilesDraft = (draft) =>
@@ -505,6 +923,13 @@ document.addEventListener("keydown", (event) => {
     d: () => !$("discard").disabled && discard(),
     n: () => !$("snooze").disabled && snooze(),
     e: edit,
+    u: () => undoApply(),
+    x: () => {
+      const item = state.items.find((candidate) => candidate.id === state.selected)
+      if (item !== undefined && state.me?.permission === "decide" && isOpen(item)) {
+        togglePick(item.id, !state.picked.has(item.id))
+      }
+    },
     r: () => $("reason").focus(),
     "?": () => ($("help").hidden = !$("help").hidden)
   }
@@ -527,11 +952,28 @@ const start = async () => {
   $("back").addEventListener("click", () => $("app").classList.remove("showing-detail"))
   $("help-open").addEventListener("click", () => ($("help").hidden = false))
   $("help-close").addEventListener("click", () => ($("help").hidden = true))
-  $("filter").addEventListener("change", () => {
+  const refilter = () => {
     state.filter = $("filter").value
+    state.session = $("filter-session").value
+    state.kind = $("filter-kind").value
     state.wanted = pageSize
+    saveFilters()
     loadList()
+  }
+  for (const id of ["filter", "filter-session", "filter-kind"]) $(id).addEventListener("change", refilter)
+  $("filters").addEventListener("submit", (event) => event.preventDefault())
+  $("batch-apply").addEventListener("click", batchApply)
+  $("batch-discard").addEventListener("click", batchDiscard)
+  $("batch-clear").addEventListener("click", () => {
+    state.picked.clear()
+    renderList()
   })
+  window.addEventListener("beforeunload", (event) => {
+    // An apply still in its undo window is not sent if the page closes: the browser asks first.
+    if (countdowns.size > 0) event.preventDefault()
+  })
+  readFilters()
+  renderFilterChoices()
   $("logout").addEventListener("click", async () => {
     await api("/api/logout", { method: "POST" }).catch(() => {})
     location.reload()
@@ -549,7 +991,11 @@ const start = async () => {
   $("who").textContent = `${state.me.name} (${state.me.permission === "decide" ? "may decide" : "read only"})`
   $("logout").hidden = false
   $("app").hidden = false
+  // A token scoped to some sessions names them: each is a choice of the session filter from the start.
+  for (const session of state.me.sessions ?? []) state.sessions.add(session)
+  renderFilterChoices()
   listen()
+  setInterval(refreshAges, 30_000)
   await loadList()
   renderDetail()
 }
