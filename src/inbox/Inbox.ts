@@ -243,6 +243,7 @@ const viewOf = (decision: DecisionModel.Decision): DecisionView => ({
 
 const storeFailed = (error: PendingStoreError) =>
   new StoreUnavailable({
+    operation: error.operation,
     message: `The pending store failed (${capText(error.detail, 500)}). Retry; a decision that was recorded is kept ` +
       "and run later."
   })
@@ -624,6 +625,7 @@ export const make = (
 
     const forbidden = () =>
       new InboxForbidden({
+        permission: "decide",
         message: "This token may only read. Ask for a token with the \"decide\" permission; nothing was changed."
       })
 

@@ -227,11 +227,20 @@ const statusOf: Record<TransportError["_tag"], number> = {
   InboxUnauthorized: 401
 }
 
-/** A typed error as the JSON response the API's own errors are (its fields, `_tag` included). */
+const TransportErrorSchema = Schema.Union(
+  HostNotAllowed,
+  CrossOriginRefused,
+  PayloadTooLarge,
+  MalformedRequest,
+  RouteNotFound,
+  InternalError,
+  InboxUnauthorized
+)
+const encodeTransportError = Schema.encodeSync(TransportErrorSchema)
+
+/** A typed error as the JSON response the API's own errors are: encoded by its Schema (an `Option` as null). */
 const errorResponse = (error: TransportError) =>
-  HttpServerResponse.unsafeJson({ ...error, _tag: error._tag, message: error.message }, {
-    status: statusOf[error._tag]
-  })
+  HttpServerResponse.unsafeJson(encodeTransportError(error), { status: statusOf[error._tag] })
 
 const safeMethods = new Set(["GET", "HEAD", "OPTIONS"])
 
@@ -277,6 +286,7 @@ const guard = (
     if (!hosts.has(host)) {
       return refuseUnread(
         new HostNotAllowed({
+          host: capText(host, 200),
           message: `This inbox does not answer to the host ${JSON.stringify(host.slice(0, 200))}. Use the address it ` +
             "printed, or add the host to allowedHosts."
         })
@@ -296,7 +306,13 @@ const guard = (
       const origin = request.headers.origin
       const site = request.headers["sec-fetch-site"]
       const origins = new Set([...hosts].map((h) => `http://${h}`).concat([...hosts].map((h) => `https://${h}`)))
-      const refused = (why: string) => refuseUnread(new CrossOriginRefused({ message: `${why}; nothing was changed.` }))
+      const refused = (why: string) =>
+        refuseUnread(
+          new CrossOriginRefused({
+            origin: Option.map(Option.fromNullable(origin), (o) => capText(o, 200)),
+            message: `${why}; nothing was changed.`
+          })
+        )
       if (origin !== undefined && !origins.has(origin.toLowerCase())) {
         return refused(`A request from the origin ${JSON.stringify(origin.slice(0, 200))} may not change anything here`)
       }
@@ -319,13 +335,19 @@ const guard = (
       if (length > options.maxBodyBytes) return tooLarge()
       if (request.headers["transfer-encoding"] !== undefined) {
         return refuseUnread(
-          new MalformedRequest({ message: "Send the request body with a Content-Length header (not chunked)." })
+          new MalformedRequest({
+            problem: "length",
+            message: "Send the request body with a Content-Length header (not chunked)."
+          })
         )
       }
       const type = request.headers["content-type"] ?? ""
       if (length > 0 && !type.includes("application/json")) {
         return refuseUnread(
-          new MalformedRequest({ message: "Send the request body as JSON (Content-Type: application/json)." })
+          new MalformedRequest({
+            problem: "contentType",
+            message: "Send the request body as JSON (Content-Type: application/json)."
+          })
         )
       }
       // Read once (its length is known and within the cap); the handler reads the same text again (it is kept).
@@ -333,14 +355,18 @@ const guard = (
         IncomingMessage.withMaxBodySize(request.text, Option.some(options.maxBodyBytes))
       )
       if (text._tag === "Left") {
-        return errorResponse(new MalformedRequest({ message: "The request body could not be read; send it again." }))
+        return errorResponse(
+          new MalformedRequest({ problem: "unreadable", message: "The request body could not be read; send it again." })
+        )
       }
       if (text.right !== "") {
         let body: unknown
         try {
           body = JSON.parse(text.right)
         } catch {
-          return errorResponse(new MalformedRequest({ message: "The request body is not valid JSON." }))
+          return errorResponse(
+            new MalformedRequest({ problem: "json", message: "The request body is not valid JSON." })
+          )
         }
         // Refused before anything decodes it: Schema's decoding and its error messages walk a value recursively,
         // and a body nested thousands of levels deep would overflow the stack (a 500) instead of a typed answer.
@@ -348,6 +374,7 @@ const guard = (
         if (deep !== undefined) {
           return errorResponse(
             new MalformedRequest({
+              problem: "depth",
               message: `The request body nests objects or arrays more than ${bodyMaxDepth} levels deep (at ${
                 JSON.stringify(capText(deep.slice(0, 6).join("."), 200))
               }); nothing was changed. Send a flatter body.`
@@ -361,9 +388,14 @@ const guard = (
     Effect.catchAllCause((cause) => {
       const failure = Cause.failureOption(cause)
       if (Option.isSome(failure) && (failure.value as { _tag?: unknown })._tag === "RouteNotFound") {
-        return Effect.succeed(
-          errorResponse(new RouteNotFound({ message: "No such route. The API is described at /openapi.json." }))
-        )
+        return Effect.map(HttpServerRequest.HttpServerRequest, (request) =>
+          errorResponse(
+            new RouteNotFound({
+              method: request.method,
+              path: capText(new URL(request.url, "http://x").pathname, 200),
+              message: "No such route. The API is described at /openapi.json."
+            })
+          ))
       }
       if (Cause.isInterruptedOnly(cause)) return Effect.interrupt
       return Effect.as(

@@ -111,9 +111,11 @@ const notes = () => fs.readFileSync(log, "utf8")
 const statusOf = async (id: string) => Option.getOrThrow(await Effect.runPromise(memory.get(id))).status
 const decisionsOf = (id: string) => Effect.runPromise(memory.decisions(id))
 
-const expectError = (answer: Answer, status: number, tag: string) => {
+/** A typed error answer: its status, tag, a message, and the structured fields given (as JSON). */
+const expectError = (answer: Answer, status: number, tag: string, fields: Record<string, unknown> = {}) => {
   assert.strictEqual(answer.status, status, answer.text)
   assert.strictEqual(answer.json?._tag, tag, answer.text)
+  for (const [key, value] of Object.entries(fields)) assert.deepStrictEqual(answer.json?.[key], value, answer.text)
   assert.isString(answer.json?.message)
   assert.notInclude(answer.text, "    at ", "no stack trace")
 }
@@ -197,7 +199,10 @@ describe("authentication comes first", () => {
     ])
     assert.deepStrictEqual(Object.keys(spec.json.components.securitySchemes).sort(), ["bearer", "cookie"])
     assert.strictEqual(spec.json.paths["/api/actions/{id}/decision"].post.responses["409"] !== undefined, true)
-    expectError(await request(running, "GET", "/no/such/page"), 404, "RouteNotFound")
+    expectError(await request(running, "GET", "/no/such/page?x=1"), 404, "RouteNotFound", {
+      method: "GET",
+      path: "/no/such/page"
+    })
   })
 })
 
@@ -207,9 +212,10 @@ describe("the Host and Origin checks", () => {
       expectError(
         await request(running, "GET", "/api/actions", { headers: { ...bearer(tokens.owner), host } }),
         421,
-        "HostNotAllowed"
+        "HostNotAllowed",
+        { host }
       )
-      expectError(await request(running, "GET", "/", { headers: { host } }), 421, "HostNotAllowed")
+      expectError(await request(running, "GET", "/", { headers: { host } }), 421, "HostNotAllowed", { host })
     }
     for (const host of [`localhost:${running.port}`, `LOCALHOST:${running.port}`, `[::1]:${running.port}`]) {
       assert.strictEqual(
@@ -256,7 +262,8 @@ describe("the Host and Origin checks", () => {
           body
         }),
         403,
-        "CrossOriginRefused"
+        "CrossOriginRefused",
+        { origin: headers.origin ?? null }
       )
     }
     // A cookie request must say its origin (a browser always does).
@@ -528,7 +535,8 @@ describe("deciding", () => {
     expectError(
       await post(running, `/api/actions/${id}/decision`, tokens.reader, { action: "apply", reason: "x" }),
       403,
-      "InboxForbidden"
+      "InboxForbidden",
+      { permission: "decide" }
     )
     expectError(
       await post(running, `/api/actions/pa_unknown/decision`, tokens.reader, { action: "apply", reason: "x" }),
@@ -574,7 +582,8 @@ describe("deciding", () => {
         body: "{not json"
       }),
       400,
-      "MalformedRequest"
+      "MalformedRequest",
+      { problem: "json" }
     )
     expectError(
       await request(running, "POST", `/api/actions/${id}/decision`, {
@@ -582,7 +591,8 @@ describe("deciding", () => {
         body: "apply"
       }),
       400,
-      "MalformedRequest"
+      "MalformedRequest",
+      { problem: "contentType" }
     )
     expectError(
       await request(running, "POST", `/api/actions/${id}/decision`, {
@@ -590,7 +600,8 @@ describe("deciding", () => {
         body: JSON.stringify({ action: "apply", reason: "x" })
       }),
       400,
-      "MalformedRequest"
+      "MalformedRequest",
+      { problem: "length" }
     )
     const big = JSON.stringify({ action: "apply", reason: "x", amendment: { text: "z".repeat(4 * 1024 * 1024) } })
     const tooLarge = await request(running, "POST", `/api/actions/${id}/decision`, {
@@ -760,7 +771,7 @@ describe("deciding", () => {
     const failing = await startInbox({ store: Layer.succeed(PendingStore, broken) })
     try {
       const list = await get(failing, "/api/actions", tokens.owner)
-      expectError(list, 503, "StoreUnavailable")
+      expectError(list, 503, "StoreUnavailable", { operation: "listActions" })
       assert.include(list.json.message, "disk I/O error")
       const detail = await get(failing, `/api/actions/${id}`, tokens.owner)
       expectError(detail, 500, "InternalError")
@@ -792,7 +803,7 @@ describe("bad input never reaches a 500", () => {
         headers: bearer(tokens.owner, true),
         body
       })
-      expectError(answer, 400, "MalformedRequest")
+      expectError(answer, 400, "MalformedRequest", { problem: "depth" })
       assert.include(answer.json.message, "more than 64 levels deep")
       assert.include(answer.json.message, JSON.parse(body).action === "snooze" ? "\"until." : "")
     }
