@@ -643,12 +643,11 @@ const affected = (result: unknown): number => {
 }
 
 /**
- * The store on the `SqlClient` in context, after `migrate`.
+ * The store on the `SqlClient` in context, after `migrate`: `PendingStore` and each of its parts (`ActionRecords`,
+ * `InboxQueries`, ...), all on the one client.
  *
  * @since 0.2.0
  * @category layers
  */
-export const layer: Layer.Layer<PendingStore, PendingStoreError, SqlClient.SqlClient> = Layer.effect(
-  PendingStore,
-  Effect.zipRight(migrate, make)
-)
+export const layer: Layer.Layer<PendingStore | PendingStore.Parts, PendingStoreError, SqlClient.SqlClient> =
+  PendingStore.layerFrom(Effect.zipRight(migrate, make))
