@@ -11,7 +11,8 @@ import * as Option from "effect/Option"
 import type { PendingStoreError } from "../../domain/Errors.js"
 import type { PendingRecord } from "../../domain/PendingRecord.js"
 import type * as ActionKind from "../ActionKind.js"
-import type { PendingStore } from "../PendingStore.js"
+import type { ActionRecords } from "../ActionRecords.js"
+import type { InstanceLeases } from "../InstanceLeases.js"
 import { claimAbandoned, judge } from "./instanceLease.js"
 import type { State } from "./pendingSet.js"
 import { pushDirective } from "./staging.js"
@@ -51,7 +52,7 @@ const recover = (s: State, record: PendingRecord): Effect.Effect<Option.Option<A
 const reconcile = (
   s: State,
   record: PendingRecord,
-  store: PendingStore.Service,
+  store: ActionRecords.Service,
   isGone: (instance: string | null) => boolean
 ): Effect.Effect<PendingRecord, PendingStoreError> =>
   Effect.gen(function*() {
@@ -85,7 +86,7 @@ const reconcile = (
  */
 export const restoreOpen = (
   s: State,
-  store: PendingStore.Service,
+  store: ActionRecords.Service & InstanceLeases.Service,
   soft: boolean
 ): Effect.Effect<void, PendingStoreError> =>
   Effect.gen(function*() {
