@@ -96,7 +96,7 @@ export declare namespace PendingStore {
   /**
    * `ActionRecords.Page` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.3.0
    * @category models
    */
   export type Page<A> = ActionRecords.Page<A>
@@ -104,7 +104,7 @@ export declare namespace PendingStore {
   /**
    * `ActionRecords.PageOptions` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.3.0
    * @category models
    */
   export type PageOptions = ActionRecords.PageOptions
@@ -112,7 +112,7 @@ export declare namespace PendingStore {
   /**
    * `ActionRecords.PruneInput` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.3.0
    * @category models
    */
   export type PruneInput = ActionRecords.PruneInput
@@ -120,7 +120,7 @@ export declare namespace PendingStore {
   /**
    * `InstanceLeases.HeartbeatInput` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.3.0
    * @category models
    */
   export type HeartbeatInput = InstanceLeases.HeartbeatInput
@@ -128,7 +128,7 @@ export declare namespace PendingStore {
   /**
    * `SessionOwners.Fence` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.4.0
    * @category models
    */
   export type Fence = SessionOwners.Fence
@@ -136,7 +136,7 @@ export declare namespace PendingStore {
   /**
    * `SessionOwners.AcquireInput` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.4.0
    * @category models
    */
   export type AcquireInput = SessionOwners.AcquireInput
@@ -144,7 +144,7 @@ export declare namespace PendingStore {
   /**
    * `SessionOwners.Owner` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.4.0
    * @category models
    */
   export type Owner = SessionOwners.Owner
@@ -152,7 +152,7 @@ export declare namespace PendingStore {
   /**
    * `SessionOwners.SessionLogEntry` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.3.0
    * @category models
    */
   export type SessionLogEntry = SessionOwners.SessionLogEntry
@@ -160,7 +160,7 @@ export declare namespace PendingStore {
   /**
    * `Conversations.ConversationSave` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.3.0
    * @category models
    */
   export type ConversationSave = Conversations.ConversationSave
@@ -168,7 +168,7 @@ export declare namespace PendingStore {
   /**
    * `Conversations.Conversation` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.3.0
    * @category models
    */
   export type Conversation = Conversations.Conversation
@@ -176,7 +176,7 @@ export declare namespace PendingStore {
   /**
    * `InboxQueries.ListedAction` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.3.0
    * @category models
    */
   export type ListedAction = InboxQueries.ListedAction
@@ -184,7 +184,7 @@ export declare namespace PendingStore {
   /**
    * `InboxQueries.ActionQuery` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.3.0
    * @category models
    */
   export type ActionQuery = InboxQueries.ActionQuery
@@ -192,7 +192,7 @@ export declare namespace PendingStore {
   /**
    * `InboxQueries.CountQuery` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.3.0
    * @category models
    */
   export type CountQuery = InboxQueries.CountQuery
@@ -200,7 +200,7 @@ export declare namespace PendingStore {
   /**
    * `InboxQueries.ActionCounts` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.3.0
    * @category models
    */
   export type ActionCounts = InboxQueries.ActionCounts
@@ -208,7 +208,7 @@ export declare namespace PendingStore {
   /**
    * `InboxQueries.SnoozeInput` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.3.0
    * @category models
    */
   export type SnoozeInput = InboxQueries.SnoozeInput
@@ -216,7 +216,7 @@ export declare namespace PendingStore {
   /**
    * `DecisionRequests.DecisionInput` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.3.0
    * @category models
    */
   export type DecisionInput = DecisionRequests.DecisionInput
@@ -224,7 +224,7 @@ export declare namespace PendingStore {
   /**
    * `DecisionRequests.RecordDecisionResult` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.3.0
    * @category models
    */
   export type RecordDecisionResult = DecisionRequests.RecordDecisionResult
@@ -232,7 +232,7 @@ export declare namespace PendingStore {
   /**
    * `DecisionRequests.CompleteDecisionInput` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.3.0
    * @category models
    */
   export type CompleteDecisionInput = DecisionRequests.CompleteDecisionInput
@@ -240,7 +240,7 @@ export declare namespace PendingStore {
   /**
    * `DecisionRequests.RequestedQuery` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.3.0
    * @category models
    */
   export type RequestedQuery = DecisionRequests.RequestedQuery
@@ -248,7 +248,7 @@ export declare namespace PendingStore {
   /**
    * `DecisionRequests.RequestedDecision` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.3.0
    * @category models
    */
   export type RequestedDecision = DecisionRequests.RequestedDecision
@@ -256,7 +256,7 @@ export declare namespace PendingStore {
   /**
    * `ChangeFeed.FeedPosition` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.3.0
    * @category models
    */
   export type FeedPosition = ChangeFeed.FeedPosition
@@ -264,7 +264,7 @@ export declare namespace PendingStore {
   /**
    * `ChangeFeed.FeedChange` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.3.0
    * @category models
    */
   export type FeedChange = ChangeFeed.FeedChange
@@ -272,7 +272,7 @@ export declare namespace PendingStore {
   /**
    * `ChangeFeed.FeedInput` (the parts of the store have their own names since 0.4).
    *
-   * @since 0.2.0
+   * @since 0.3.0
    * @category models
    */
   export type FeedInput = ChangeFeed.FeedInput
