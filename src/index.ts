@@ -91,6 +91,20 @@ export * as PendingRecord from "./domain/PendingRecord.js"
 /** @since 0.2.0 */
 export { PendingStore } from "./services/PendingStore.js"
 /** @since 0.4.0 */
+export { ActionRecords } from "./services/ActionRecords.js"
+/** @since 0.4.0 */
+export { InstanceLeases } from "./services/InstanceLeases.js"
+/** @since 0.4.0 */
+export { SessionOwners } from "./services/SessionOwners.js"
+/** @since 0.4.0 */
+export { Conversations } from "./services/Conversations.js"
+/** @since 0.4.0 */
+export { InboxQueries } from "./services/InboxQueries.js"
+/** @since 0.4.0 */
+export { DecisionRequests } from "./services/DecisionRequests.js"
+/** @since 0.4.0 */
+export { ChangeFeed } from "./services/ChangeFeed.js"
+/** @since 0.4.0 */
 export { SessionOwnership } from "./services/SessionOwnership.js"
 /** @since 0.3.0 */
 export * as Decision from "./domain/Decision.js"

@@ -340,7 +340,7 @@ export const make = (
     const now = () => clock.unsafeCurrentTimeMillis()
     const scope = yield* Effect.scope
     const instance = `inbox:${randomBytes(6).toString("base64url")}`
-    const storeLayer = Layer.succeed(PendingStore, store)
+    const storeLayer = Layer.succeedContext(PendingStore.contextWithParts(store))
 
     // The sessions the inbox opened to run decisions: opened on first use, closed once idle.
     const runtimes = yield* RcMap.make({

@@ -68,6 +68,7 @@ import * as AiEditTool from "../producers/AiEditTool.js"
 import * as AiPlanTool from "../producers/AiPlanTool.js"
 import * as FileEditPreview from "../producers/FileEditPreview.js"
 import * as PlanApproval from "../producers/PlanApproval.js"
+import { ChangeFeed } from "../services/ChangeFeed.js"
 import { type PendingActionInfo, PendingActions } from "../services/PendingActions.js"
 import { PendingStore } from "../services/PendingStore.js"
 import { SteeringBus } from "../services/SteeringBus.js"
@@ -364,7 +365,10 @@ export const layer = (
       AiEditTool.layer,
       AiPlanTool.layer({ planFilePath, approve: PlanApproval.autoApprove })
     ).pipe(Layer.provideMerge(workspace))
-    return Layer.scopedDiscard(register(options)).pipe(Layer.provide(Layer.merge(session, handlers)))
+    return Layer.scopedDiscard(register(options)).pipe(
+      Layer.provide(Layer.merge(session, handlers)),
+      Layer.provide(PendingStore.layerParts)
+    )
   }))
 
 const register = (options: Options) =>
@@ -373,7 +377,7 @@ const register = (options: Options) =>
     const capabilities = yield* ClientCapabilities
     const pending = yield* PendingActions
     const bus = yield* SteeringBus
-    const store = yield* PendingStore
+    const feed = yield* ChangeFeed
     const inbox = Option.map(yield* Effect.serviceOption(InboxServer), (inbox) => inbox.url)
     const ask = new Set<string>(options.ask ?? [])
     // What the handlers need (the session, the workspace, the plan tool's handler): the layer provides it all.
@@ -577,7 +581,7 @@ const register = (options: Options) =>
     })
     yield* observe
     yield* Stream.mergeAll([
-      Stream.catchAll(store.changed, () => Stream.empty),
+      Stream.catchAll(feed.changed, () => Stream.empty),
       Stream.map(pending.changes, () => undefined),
       Stream.tick("2 seconds")
     ], { concurrency: 3 }).pipe(

@@ -7,6 +7,12 @@
  * (`SqlPendingStore`, with `SqliteStore` on a file and `PostgresStore` for shared deployments). Every store has the
  * same semantics (one conformance suite runs against all of them).
  *
+ * Its parts (0.4), one per concern, are services of their own that a reader can hold instead of the whole store:
+ * `ActionRecords` (records, claims, the journal), `InstanceLeases`, `SessionOwners` (owner epochs and the owner log),
+ * `Conversations` (a session's state and messages), `InboxQueries`, `DecisionRequests` and `ChangeFeed`. Every store
+ * layer provides them all with `PendingStore`, views on one store (one connection pool, the same transactions);
+ * `PendingStore.layerParts` derives them from a `PendingStore` an app provides itself.
+ *
  * @example
  * ```ts
  * import { Effect, Option } from "effect"
@@ -30,11 +36,17 @@ import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
-import type * as Stream from "effect/Stream"
-import type { Decision, DecisionAction } from "../domain/Decision.js"
 import { PendingStoreError } from "../domain/Errors.js"
-import type { PendingEvent, PendingRecord, PendingStatus } from "../domain/PendingRecord.js"
+import type { PendingRecord, PendingStatus } from "../domain/PendingRecord.js"
+import type { ActionRecords } from "./ActionRecords.js"
+import type { ChangeFeed } from "./ChangeFeed.js"
+import type { Conversations } from "./Conversations.js"
+import type { DecisionRequests } from "./DecisionRequests.js"
+import type { InboxQueries } from "./InboxQueries.js"
+import type { InstanceLeases } from "./InstanceLeases.js"
 import * as Memory from "./internal/memoryStore.js"
+import { partsContext } from "./internal/storeParts.js"
+import type { SessionOwners } from "./SessionOwners.js"
 
 /**
  * A store operation failed (defined with the other errors in `Errors`).
@@ -50,392 +62,242 @@ export { PendingStoreError } from "../domain/Errors.js"
  */
 export declare namespace PendingStore {
   /**
-   * `claim`'s input: who claims (`owner`, e.g. `<hostname>:<pid>:<random>`), until when the claim holds
-   * (`leaseUntil`, after `now`), and the time of the claim (`now`, from `Clock`).
+   * `ActionRecords.ClaimInput` (the parts of the store have their own names since 0.4).
    *
    * @since 0.2.0
    * @category models
    */
-  export interface ClaimInput {
-    readonly id: string
-    readonly owner: string
-    readonly leaseUntil: number
-    readonly now: number
-  }
+  export type ClaimInput = ActionRecords.ClaimInput
 
   /**
-   * The statuses `settle` ends a claim with.
+   * `ActionRecords.SettleStatus` (the parts of the store have their own names since 0.4).
    *
    * @since 0.2.0
    * @category models
    */
-  export type SettleStatus = "applied" | "discarded" | "pending" | "conflict"
+  export type SettleStatus = ActionRecords.SettleStatus
 
   /**
-   * `settle`'s input: the owner that holds the claim, where the record goes, and its new `outcome` (`none` clears
-   * it).
+   * `ActionRecords.SettleInput` (the parts of the store have their own names since 0.4).
    *
    * @since 0.2.0
    * @category models
    */
-  export interface SettleInput {
-    readonly id: string
-    readonly owner: string
-    readonly to: SettleStatus
-    readonly outcome: Option.Option<string>
-    readonly now: number
-  }
+  export type SettleInput = ActionRecords.SettleInput
 
   /**
-   * `transition`'s input. `owner`, when given, is a guard: `some(o)` only while `o` holds the record (recovery
-   * passes the dead owner `stale` reported, so it cannot end a later claim), `none` only while nobody holds it.
-   * `stager`, when given, becomes the record's stager (a process that takes an `orphaned` record back to `pending`
-   * runs it from then on). `from` may list `"unreadable"`: it then also matches a row the store reads as
-   * unreadable, unless that row is claimed under a lease that has not passed at `now`.
+   * `ActionRecords.TransitionInput` (the parts of the store have their own names since 0.4).
    *
    * @since 0.2.0
    * @category models
    */
-  export interface TransitionInput {
-    readonly id: string
-    readonly from: ReadonlyArray<PendingStatus>
-    readonly to: PendingStatus
-    readonly owner?: Option.Option<string>
-    readonly stager?: string
-    readonly now: number
-  }
+  export type TransitionInput = ActionRecords.TransitionInput
 
   /**
-   * `heartbeat`'s input: a runtime instance, the new end of its lease (after `now`), and the time.
+   * `ActionRecords.Page` (the parts of the store have their own names since 0.4).
    *
    * @since 0.3.0
    * @category models
    */
-  export interface HeartbeatInput {
-    readonly instance: string
-    readonly leaseUntil: number
-    readonly now: number
-    /**
-     * A renewal (0.4): the instance's lease is extended only while it still holds at `now`; a lease that lapsed (or
-     * was released, or forgotten) is never taken again, and the heartbeat fails with `reason: "leaseLapsed"`.
-     * Without it (the first heartbeat of an instance), the lease is recorded whatever was there.
-     */
-    readonly renew?: boolean | undefined
-  }
+  export type Page<A> = ActionRecords.Page<A>
 
   /**
-   * A session's owner epoch (0.4): `acquire` hands out a new one, larger than every one before, to each new owner of
-   * a session. A store `fenced` with it refuses every write once a newer owner acquired the session.
+   * `ActionRecords.PageOptions` (the parts of the store have their own names since 0.4).
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export type PageOptions = ActionRecords.PageOptions
+
+  /**
+   * `ActionRecords.PruneInput` (the parts of the store have their own names since 0.4).
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export type PruneInput = ActionRecords.PruneInput
+
+  /**
+   * `InstanceLeases.HeartbeatInput` (the parts of the store have their own names since 0.4).
+   *
+   * @since 0.3.0
+   * @category models
+   */
+  export type HeartbeatInput = InstanceLeases.HeartbeatInput
+
+  /**
+   * `SessionOwners.Fence` (the parts of the store have their own names since 0.4).
    *
    * @since 0.4.0
    * @category models
    */
-  export interface Fence {
-    readonly session: string
-    readonly epoch: number
-  }
+  export type Fence = SessionOwners.Fence
 
   /**
-   * `acquire`'s input: the session, the runtime instance that becomes its owner, and the time.
+   * `SessionOwners.AcquireInput` (the parts of the store have their own names since 0.4).
    *
    * @since 0.4.0
    * @category models
    */
-  export interface AcquireInput {
-    readonly session: string
-    readonly owner: string
-    readonly now: number
-  }
+  export type AcquireInput = SessionOwners.AcquireInput
 
   /**
-   * A session's current owner, as `owner` tells it: the latest epoch, the instance that acquired it, and when.
+   * `SessionOwners.Owner` (the parts of the store have their own names since 0.4).
    *
    * @since 0.4.0
    * @category models
    */
-  export interface Owner {
-    readonly epoch: number
-    readonly owner: string
-    readonly at: number
-  }
+  export type Owner = SessionOwners.Owner
 
   /**
-   * One page of a listing: at most `limit` items, and the cursor of the next page (`none` after the last one).
+   * `SessionOwners.SessionLogEntry` (the parts of the store have their own names since 0.4).
    *
    * @since 0.3.0
    * @category models
    */
-  export interface Page<A> {
-    readonly items: ReadonlyArray<A>
-    readonly next: Option.Option<string>
-  }
+  export type SessionLogEntry = SessionOwners.SessionLogEntry
 
   /**
-   * Which page to read: at most `limit` items (1 to 1 000), after `cursor` (a `Page`'s `next`; none for the first
-   * page). A cursor stays valid while records are added and pruned.
+   * `Conversations.ConversationSave` (the parts of the store have their own names since 0.4).
    *
    * @since 0.3.0
    * @category models
    */
-  export interface PageOptions {
-    readonly limit: number
-    readonly cursor?: string | undefined
-  }
+  export type ConversationSave = Conversations.ConversationSave
 
   /**
-   * `prune`'s input: which settled records of `session` go. A record goes when it is not among the `keepLast` most
-   * recently settled ones, or it settled before `settledBefore` (epoch milliseconds). At most `batch` records (1 to
-   * 10 000) go per call.
+   * `Conversations.Conversation` (the parts of the store have their own names since 0.4).
    *
    * @since 0.3.0
    * @category models
    */
-  export interface PruneInput {
-    readonly session: string
-    readonly keepLast: Option.Option<number>
-    readonly settledBefore: Option.Option<number>
-    readonly batch: number
-  }
-
-  // ---- the approval inbox (0.3): listing across sessions, snoozes, decisions, the change feed -------------------
+  export type Conversation = Conversations.Conversation
 
   /**
-   * A record as the approval inbox lists it: the record, until when a reviewer snoozed it (`none`: never snoozed, or
-   * the snooze was ended; a time already past means the snooze is over), and the decision recorded for it that is
-   * still `requested`, if any.
+   * `InboxQueries.ListedAction` (the parts of the store have their own names since 0.4).
    *
    * @since 0.3.0
    * @category models
    */
-  export interface ListedAction {
-    readonly record: PendingRecord
-    readonly snoozedUntil: Option.Option<number>
-    readonly requested: Option.Option<Decision>
-  }
+  export type ListedAction = InboxQueries.ListedAction
 
   /**
-   * Which records `listActions` reads, across sessions, most recent first (`createdAt` descending, then insertion
-   * order), a page at a time:
-   * - `sessions`, `statuses`, `kinds`: only those (each list at most 100 entries); `statuses` defaults to the
-   *   records not yet settled (`pending`, `resolving`, `orphaned`, `conflict`);
-   * - `snoozed`: `"hide"` (the default) leaves out records snoozed past `now`, `"only"` lists only those,
-   *   `"include"` both;
-   * - `limit` (1 to 1 000) and `cursor` (a page's `next`) as `PageOptions`.
+   * `InboxQueries.ActionQuery` (the parts of the store have their own names since 0.4).
    *
    * @since 0.3.0
    * @category models
    */
-  export interface ActionQuery extends PageOptions {
-    readonly sessions?: ReadonlyArray<string> | undefined
-    readonly statuses?: ReadonlyArray<PendingStatus> | undefined
-    readonly kinds?: ReadonlyArray<string> | undefined
-    readonly snoozed?: "hide" | "include" | "only" | undefined
-    readonly now: number
-  }
+  export type ActionQuery = InboxQueries.ActionQuery
 
   /**
-   * Which records `countActions` counts: those not yet settled, of `sessions` and `kinds` when given (each at most
-   * 100 entries), snoozes judged at `now`.
+   * `InboxQueries.CountQuery` (the parts of the store have their own names since 0.4).
    *
    * @since 0.3.0
    * @category models
    */
-  export interface CountQuery {
-    readonly sessions?: ReadonlyArray<string> | undefined
-    readonly kinds?: ReadonlyArray<string> | undefined
-    readonly now: number
-  }
+  export type CountQuery = InboxQueries.CountQuery
 
   /**
-   * The counts of a badge, over the records not yet settled:
-   * - `pending`: pending, not snoozed, no decision requested: what waits for a person;
-   * - `requested`: a decision is recorded and waits to be run;
-   * - `snoozed`: snoozed past `now` (and no decision requested);
-   * - `resolving`, `orphaned`, `conflict`: with that status (whatever their snooze).
+   * `InboxQueries.ActionCounts` (the parts of the store have their own names since 0.4).
    *
    * @since 0.3.0
    * @category models
    */
-  export interface ActionCounts {
-    readonly pending: number
-    readonly requested: number
-    readonly snoozed: number
-    readonly resolving: number
-    readonly orphaned: number
-    readonly conflict: number
-  }
+  export type ActionCounts = InboxQueries.ActionCounts
 
   /**
-   * `snooze`'s input: hide the record from the inbox's default list until `until` (`none` ends a snooze). The
-   * record stays what it is for its session (a pending action is still pending for the model).
+   * `InboxQueries.SnoozeInput` (the parts of the store have their own names since 0.4).
    *
    * @since 0.3.0
    * @category models
    */
-  export interface SnoozeInput {
-    readonly id: string
-    readonly until: Option.Option<number>
-    readonly now: number
-  }
+  export type SnoozeInput = InboxQueries.SnoozeInput
 
   /**
-   * `recordDecision`'s input: the new decision's id (`Decision.makeId`), the action it decides, who decided, what,
-   * why, and the amendment (a JSON value, `null` for none).
+   * `DecisionRequests.DecisionInput` (the parts of the store have their own names since 0.4).
    *
    * @since 0.3.0
    * @category models
    */
-  export interface DecisionInput {
-    readonly id: string
-    readonly actionId: string
-    readonly reviewer: string
-    readonly action: DecisionAction
-    readonly reason: string
-    readonly amendment: unknown
-    readonly now: number
-  }
+  export type DecisionInput = DecisionRequests.DecisionInput
 
   /**
-   * What `recordDecision` did: `Recorded` (the decision is `requested`), or why nothing was recorded: the action is
-   * unknown, it cannot be decided now (it is not `pending` or `orphaned`, or it expired), or another decision for it
-   * is still `requested`.
+   * `DecisionRequests.RecordDecisionResult` (the parts of the store have their own names since 0.4).
    *
    * @since 0.3.0
    * @category models
    */
-  export type RecordDecisionResult =
-    | { readonly _tag: "Recorded"; readonly decision: Decision }
-    | { readonly _tag: "UnknownAction" }
-    | { readonly _tag: "NotDecidable"; readonly record: PendingRecord }
-    | { readonly _tag: "AlreadyRequested"; readonly decision: Decision }
+  export type RecordDecisionResult = DecisionRequests.RecordDecisionResult
 
   /**
-   * `completeDecision`'s input: how the decision ended (`done` or `failed`), what running it gave, and who ran it.
+   * `DecisionRequests.CompleteDecisionInput` (the parts of the store have their own names since 0.4).
    *
    * @since 0.3.0
    * @category models
    */
-  export interface CompleteDecisionInput {
-    readonly id: string
-    readonly state: "done" | "failed"
-    readonly outcome: string
-    readonly by: string
-    readonly now: number
-  }
+  export type CompleteDecisionInput = DecisionRequests.CompleteDecisionInput
 
   /**
-   * Which requested decisions `requestedDecisions` reads: of `sessions` and of records of `kinds` when given (each
-   * at most 100 entries), at most `limit` (1 to 1 000), oldest first.
+   * `DecisionRequests.RequestedQuery` (the parts of the store have their own names since 0.4).
    *
    * @since 0.3.0
    * @category models
    */
-  export interface RequestedQuery {
-    readonly sessions?: ReadonlyArray<string> | undefined
-    readonly kinds?: ReadonlyArray<string> | undefined
-    readonly limit: number
-  }
+  export type RequestedQuery = DecisionRequests.RequestedQuery
 
   /**
-   * A requested decision and the record it decides, as it is now (a record may have settled meanwhile: whoever
-   * completes the decision says so).
+   * `DecisionRequests.RequestedDecision` (the parts of the store have their own names since 0.4).
    *
    * @since 0.3.0
    * @category models
    */
-  export interface RequestedDecision {
-    readonly decision: Decision
-    readonly record: PendingRecord
-  }
+  export type RequestedDecision = DecisionRequests.RequestedDecision
 
   /**
-   * Where a reader of the change feed is: the last sequence number it read of each source. `journal` is the
-   * records' journal (every transition, in every process); `notes` is what the inbox adds (decisions recorded or
-   * completed, snoozes).
+   * `ChangeFeed.FeedPosition` (the parts of the store have their own names since 0.4).
    *
    * @since 0.3.0
    * @category models
    */
-  export interface FeedPosition {
-    readonly journal: number
-    readonly notes: number
-  }
+  export type FeedPosition = ChangeFeed.FeedPosition
 
   /**
-   * One change of the feed: its source, its sequence number there, and the action it concerns.
+   * `ChangeFeed.FeedChange` (the parts of the store have their own names since 0.4).
    *
    * @since 0.3.0
    * @category models
    */
-  export interface FeedChange {
-    readonly source: "journal" | "notes"
-    readonly seq: number
-    readonly actionId: string
-  }
+  export type FeedChange = ChangeFeed.FeedChange
 
   /**
-   * `feed`'s input: the changes after `after` (at most `limit` per source, 1 to 1 000, in sequence order), and
-   * those at the sequence numbers in `missing` (at most 1 000 per source): numbers a reader saw skipped, which a
-   * transaction still running may fill in later (Postgres hands out sequence numbers before commit).
+   * `ChangeFeed.FeedInput` (the parts of the store have their own names since 0.4).
    *
    * @since 0.3.0
    * @category models
    */
-  export interface FeedInput {
-    readonly after: FeedPosition
-    readonly limit: number
-    readonly missing?: { readonly journal: ReadonlyArray<number>; readonly notes: ReadonlyArray<number> } | undefined
-  }
+  export type FeedInput = ChangeFeed.FeedInput
 
   /**
-   * One entry of a session's owner log: the runtime instance `owner` opened the session (`open`), saved its state
-   * (`save`) or closed it (`close`), at `at` (epoch milliseconds, from `Clock`). A cluster runner keeps this log
-   * (`effect-resolve/cluster`: each open and close, and with `logSaves` each save): the next runner opens a session
-   * once its last owner closed it or is gone, and with the journal's claims the store shows who ran each session, when.
+   * The tags of the parts of the store, one per concern (0.4): every store layer provides each of them with
+   * `PendingStore`, all views on one store (one connection pool, the same transactions).
    *
-   * @since 0.3.0
+   * @since 0.4.0
    * @category models
    */
-  export interface SessionLogEntry {
-    readonly session: string
-    readonly owner: string
-    readonly event: "open" | "save" | "close"
-    readonly at: number
-  }
+  export type Parts =
+    | ActionRecords
+    | InstanceLeases
+    | SessionOwners
+    | Conversations
+    | InboxQueries
+    | DecisionRequests
+    | ChangeFeed
 
   /**
-   * A save of a session's conversation in increments (`saveConversation`): its resumable state (JSON text), and its
-   * messages (each a JSON text) from index `from` on. The messages the store holds at `from` and after are replaced
-   * by `messages`; those before `from` stay as they are, so a turn writes only what it added.
+   * The whole store: every part (`ActionRecords`, `InstanceLeases`, `SessionOwners`, `Conversations`, `InboxQueries`,
+   * `DecisionRequests`, `ChangeFeed`), and `fenced`, the store whose writes hold only while an owner epoch is the
+   * session's latest. A reader that needs one concern holds its part instead.
    *
-   * @since 0.3.0
-   * @category models
-   */
-  export interface ConversationSave {
-    readonly state: string
-    /** The index of the first message written (0 or more, at most the number of messages stored). */
-    readonly from: number
-    readonly messages: ReadonlyArray<string>
-    /**
-     * The state this writer saved or loaded last: when the stored state is another (a second process saved the
-     * session since), the messages before `from` may not be this writer's, and the save fails, writing nothing (save
-     * again from 0). `Option.none()`: no such check.
-     */
-    readonly previous: Option.Option<string>
-  }
-
-  /**
-   * A session's saved conversation (`loadConversation`): its state, and every message stored, in order.
-   *
-   * @since 0.3.0
-   * @category models
-   */
-  export interface Conversation {
-    readonly state: string
-    readonly messages: ReadonlyArray<string>
-  }
-
-  /**
    * Every method is atomic: a transition is one transaction (the record and its journal event) and either happens
    * wholly or not at all. Writes are uninterruptible once started, so an interrupted caller's store is never in an
    * unknown state. Bad input fails with a `PendingStoreError` and changes nothing. Times are epoch milliseconds
@@ -445,188 +307,16 @@ export declare namespace PendingStore {
    * @since 0.2.0
    * @category models
    */
-  export interface Service {
-    /**
-     * Adds a new record (status `pending`, no owner, no lease) and its first event (`from: null`), in one
-     * transaction. Fails if the id exists (nothing changes).
-     */
-    readonly insert: (record: PendingRecord) => Effect.Effect<void, PendingStoreError>
-    /** The record with this id, if any. */
-    readonly get: (id: string) => Effect.Effect<Option.Option<PendingRecord>, PendingStoreError>
-    /**
-     * A session's records (every status), most recent first: `createdAt` descending, then insertion order. Its cost
-     * follows the session's history: prefer `listPage` for a session that may be long.
-     */
-    readonly list: (session: string) => Effect.Effect<ReadonlyArray<PendingRecord>, PendingStoreError>
-    /** One page of `list`, in the same order; its cost follows the page, not the session's history. */
-    readonly listPage: (
-      session: string,
-      options: PendingStore.PageOptions
-    ) => Effect.Effect<PendingStore.Page<PendingRecord>, PendingStoreError>
-    /**
-     * A session's records not yet settled (`pending`, `resolving`, `orphaned`, `conflict`), in `list`'s order. Its
-     * cost follows how many there are, not the session's history (a durable session reads it before every turn).
-     */
-    readonly listOpen: (session: string) => Effect.Effect<ReadonlyArray<PendingRecord>, PendingStoreError>
-    /**
-     * The one conditional update that makes resolving exactly-once: `pending → resolving`, `attempts + 1`, owner
-     * and lease recorded, only if the record is `pending` and not expired at `now`. `none` when another caller won
-     * (or it is not pending, expired, or unknown): the caller then reads the record to say why.
-     */
-    readonly claim: (input: PendingStore.ClaimInput) => Effect.Effect<Option.Option<PendingRecord>, PendingStoreError>
-    /**
-     * `resolving → applied | discarded | pending | conflict`, only while `owner` holds the claim (even after its
-     * lease passed, as long as nobody recovered the record); `false` otherwise. Owner and lease are cleared.
-     */
-    readonly settle: (input: PendingStore.SettleInput) => Effect.Effect<boolean, PendingStoreError>
-    /**
-     * Any other transition (clear, expire, orphan, recovery): only from one of `from` (and, with `owner`, only
-     * while that owner holds it); `false` otherwise. Owner and lease are cleared. Refused as bad input: a target of
-     * `resolving` (only `claim` starts a claim), a terminal status in `from` (terminal is final), `to` in `from`.
-     */
-    readonly transition: (input: PendingStore.TransitionInput) => Effect.Effect<boolean, PendingStoreError>
-    /** Records left `resolving` whose lease passed at `now` (`leaseUntil <= now`), every session: recovery candidates. */
-    readonly stale: (now: number) => Effect.Effect<ReadonlyArray<PendingRecord>, PendingStoreError>
-    /** The journal of one record, oldest first (empty for an unknown id). */
-    readonly history: (id: string) => Effect.Effect<ReadonlyArray<PendingEvent>, PendingStoreError>
-    /** One page of `history`, in the same order. */
-    readonly historyPage: (
-      id: string,
-      options: PendingStore.PageOptions
-    ) => Effect.Effect<PendingStore.Page<PendingEvent>, PendingStoreError>
-    /**
-     * Removes settled records (`applied`, `discarded`, `cleared`, `expired`) of a session, with their journals, as
-     * `input` says, oldest first; never a record that is not settled. Returns how many went (fewer than `batch`:
-     * nothing more to remove now).
-     */
-    readonly prune: (input: PendingStore.PruneInput) => Effect.Effect<number, PendingStoreError>
-    /**
-     * A runtime instance says it is alive until `leaseUntil`: its lease is recorded, and so is the lease of every
-     * record it holds `resolving` (so a long apply is never recovered while its owner lives). Instances whose lease
-     * passed at `now` are forgotten.
-     */
-    readonly heartbeat: (input: PendingStore.HeartbeatInput) => Effect.Effect<void, PendingStoreError>
-    /** A runtime instance closed: it is forgotten (it counts as gone from now on). */
-    readonly release: (instance: string) => Effect.Effect<void, PendingStoreError>
-    /**
-     * The lease ends of the given runtime instances that the store knows; an instance it does not know closed, or
-     * its lease passed and it was forgotten.
-     */
-    readonly leases: (
-      instances: ReadonlyArray<string>
-    ) => Effect.Effect<ReadonlyMap<string, number>, PendingStoreError>
-    /** A session's resumable state (JSON text written by the turn driver); the last write wins. */
-    readonly saveSession: (session: string, state: string) => Effect.Effect<void, PendingStoreError>
-    /** The last state saved for the session, if any. */
-    readonly loadSession: (session: string) => Effect.Effect<Option.Option<string>, PendingStoreError>
-
-    // ---- the approval inbox (0.3) -----------------------------------------------------------------------------
-
-    /**
-     * One page of records across sessions, filtered as `query` says, most recent first, each with its snooze and its
-     * requested decision. On the SQL stores its cost follows the page (indexes on the records not yet settled, by
-     * status and by session), not how many records the store holds.
-     */
-    readonly listActions: (
-      query: PendingStore.ActionQuery
-    ) => Effect.Effect<PendingStore.Page<PendingStore.ListedAction>, PendingStoreError>
-    /** The given records (at most 1 000 ids) as `listActions` lists them, in no particular order; unknown ids are left out. */
-    readonly getActions: (
-      ids: ReadonlyArray<string>
-    ) => Effect.Effect<ReadonlyArray<PendingStore.ListedAction>, PendingStoreError>
-    /** The counts of a badge over the records not yet settled (its cost follows how many there are). */
-    readonly countActions: (
-      query: PendingStore.CountQuery
-    ) => Effect.Effect<PendingStore.ActionCounts, PendingStoreError>
-    /**
-     * Snoozes a record not yet settled until `until` (or ends its snooze): `false` when it is unknown or settled.
-     * Nothing else about the record changes.
-     */
-    readonly snooze: (input: PendingStore.SnoozeInput) => Effect.Effect<boolean, PendingStoreError>
-    /**
-     * Records a decision, `requested`, in one statement: only for a record that is `pending` or `orphaned` and not
-     * expired at `now`, and only when no other decision for it is `requested` (of concurrent callers, one wins).
-     */
-    readonly recordDecision: (
-      input: PendingStore.DecisionInput
-    ) => Effect.Effect<PendingStore.RecordDecisionResult, PendingStoreError>
-    /** The decision with this id, if any. */
-    readonly getDecision: (id: string) => Effect.Effect<Option.Option<Decision>, PendingStoreError>
-    /** Every decision recorded for a record, oldest first (empty for an unknown id). */
-    readonly decisions: (actionId: string) => Effect.Effect<ReadonlyArray<Decision>, PendingStoreError>
-    /**
-     * Decisions still `requested`, with their records as they are now, oldest first: what a process that can run
-     * them (the session's owner, an inbox registering the kind) completes. Its cost follows how many are requested.
-     */
-    readonly requestedDecisions: (
-      query: PendingStore.RequestedQuery
-    ) => Effect.Effect<ReadonlyArray<PendingStore.RequestedDecision>, PendingStoreError>
-    /** `requested → done | failed`, once: `false` when the decision is unknown or already completed. */
-    readonly completeDecision: (input: PendingStore.CompleteDecisionInput) => Effect.Effect<boolean, PendingStoreError>
-    /** The last sequence number of each feed source now (a reader starts there). */
-    readonly feedHead: Effect.Effect<PendingStore.FeedPosition, PendingStoreError>
-    /** The changes after a position, and at missing sequence numbers (see `FeedInput`). */
-    readonly feed: (
-      input: PendingStore.FeedInput
-    ) => Effect.Effect<ReadonlyArray<PendingStore.FeedChange>, PendingStoreError>
-    /**
-     * Forgets the oldest of the inbox's notes, keeping the last `keepLast` (at most 10 000 go per call); returns how
-     * many went. A reader that lags further behind than what is kept misses those notes.
-     */
-    readonly pruneNotes: (keepLast: number) => Effect.Effect<number, PendingStoreError>
-    // -- 0.3: a session's conversation in increments ---------------------------------------------------------------
-    /**
-     * Saves the session's state and its messages from `from` on (`ConversationSave`), in one transaction: the
-     * bytes written per turn are the turn's own, not the whole conversation's. Bad input (a `from` past the messages
-     * stored) fails with a `PendingStoreError` and writes nothing.
-     *
-     * @since 0.3.0
-     */
-    readonly saveConversation: (
-      session: string,
-      save: PendingStore.ConversationSave
-    ) => Effect.Effect<void, PendingStoreError>
-    /**
-     * The session's last saved state with every message stored, if any state was saved (by `saveConversation` or
-     * `saveSession`; after a `saveSession` only, `messages` is empty).
-     *
-     * @since 0.3.0
-     */
-    readonly loadConversation: (
-      session: string
-    ) => Effect.Effect<Option.Option<PendingStore.Conversation>, PendingStoreError>
-    // -- 0.3: the owner log of a session (cluster runners) --------------------------------------------------------
-    /**
-     * Appends one entry to the session's owner log (an append-only table; nothing else reads or prunes it). Bad
-     * input fails with a `PendingStoreError` and appends nothing.
-     *
-     * @since 0.3.0
-     */
-    readonly logSession: (entry: PendingStore.SessionLogEntry) => Effect.Effect<void, PendingStoreError>
-    /**
-     * The session's owner log, in the order it was appended; with `last`, only its last `last` entries (a cluster
-     * runner reads the last one before it opens the session).
-     *
-     * @since 0.3.0
-     */
-    readonly sessionLog: (
-      session: string,
-      options?: { readonly last?: number | undefined }
-    ) => Effect.Effect<ReadonlyArray<PendingStore.SessionLogEntry>, PendingStoreError>
-    // -- 0.4: fencing (one owner for real) ------------------------------------------------------------------------
-    /**
-     * Makes `owner` the session's owner: a new epoch, larger than every epoch handed out for the session before, in
-     * one statement. Every store `fenced` with an older epoch refuses its writes from then on.
-     *
-     * @since 0.4.0
-     */
-    readonly acquire: (input: PendingStore.AcquireInput) => Effect.Effect<number, PendingStoreError>
-    /**
-     * The session's current owner (`none` when no owner ever acquired it).
-     *
-     * @since 0.4.0
-     */
-    readonly owner: (session: string) => Effect.Effect<Option.Option<PendingStore.Owner>, PendingStoreError>
+  export interface Service
+    extends
+      ActionRecords.Service,
+      InstanceLeases.Service,
+      SessionOwners.Service,
+      Conversations.Service,
+      InboxQueries.Service,
+      DecisionRequests.Service,
+      ChangeFeed.Service
+  {
     /**
      * This store, fenced: each write it makes for `fence.session` (insert, claim, settle, transition, prune,
      * heartbeat, release, the session's state, conversation and owner log, completing a decision) happens only while
@@ -636,34 +326,60 @@ export declare namespace PendingStore {
      * @since 0.4.0
      */
     readonly fenced: (fence: PendingStore.Fence) => PendingStore.Service
-    /**
-     * Signals that the feed (`feed`) may hold something new, pushed rather than polled (0.4): on Postgres from any
-     * process (`LISTEN`/`NOTIFY`: every statement that adds to the journal or the inbox's notes notifies when it
-     * commits); in memory and on SQLite from the writes of this store (the same layer), in this process. Signals are
-     * coalesced and may come without a change, and a reader of the feed must still poll now and then (another
-     * process on a SQLite file signals nothing here; a dropped connection misses what happened meanwhile).
-     *
-     * @since 0.4.0
-     */
-    readonly changed: Stream.Stream<void, PendingStoreError>
   }
 }
 
 /**
- * The PendingStore service.
+ * The PendingStore service: the whole store. Its parts, one per concern, are tags of their own (`ActionRecords`,
+ * `InstanceLeases`, `SessionOwners`, `Conversations`, `InboxQueries`, `DecisionRequests`, `ChangeFeed`); every store
+ * layer provides them all with it.
  *
  * @since 0.2.0
  * @category tags
  */
 export class PendingStore extends Context.Tag("effect-resolve/PendingStore")<PendingStore, PendingStore.Service>() {
   /**
+   * The store and each of its parts, as a context: each part a view on `store` (its methods only).
+   *
+   * @since 0.4.0
+   * @category constructors
+   */
+  static readonly contextWithParts = (
+    store: PendingStore.Service
+  ): Context.Context<PendingStore | PendingStore.Parts> => Context.add(partsContext(store), PendingStore, store)
+
+  /**
+   * The layer of a store built by `make` (or given): `PendingStore` and every part, from one instance.
+   *
+   * @since 0.4.0
+   * @category layers
+   */
+  static readonly layerFrom = <E, R>(
+    make: Effect.Effect<PendingStore.Service, E, R>
+  ): Layer.Layer<PendingStore | PendingStore.Parts, E, R> =>
+    Layer.effectContext(Effect.map(make, PendingStore.contextWithParts))
+
+  /**
+   * Every part of the `PendingStore` in context: for an app that provides `PendingStore` itself (a store of its own,
+   * or one it wraps) and runs code that holds a part.
+   *
+   * @since 0.4.0
+   * @category layers
+   */
+  static readonly layerParts: Layer.Layer<PendingStore.Parts, never, PendingStore> = Layer.effectContext(
+    Effect.map(PendingStore, partsContext)
+  )
+
+  /**
    * A fresh, empty in-memory store per layer build: the default. Same semantics as the SQL stores; nothing
-   * survives the process.
+   * survives the process. It provides every part too.
    *
    * @since 0.2.0
    * @category layers
    */
-  static readonly layerMemory: Layer.Layer<PendingStore> = Layer.sync(this, () => Memory.makeMemory())
+  static readonly layerMemory: Layer.Layer<PendingStore | PendingStore.Parts> = PendingStore.layerFrom(
+    Effect.sync(() => Memory.makeMemory())
+  )
 }
 
 /**

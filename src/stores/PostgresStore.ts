@@ -63,7 +63,7 @@ const clientLayer = (options: Options): Layer.Layer<PgClient.PgClient | SqlClien
  */
 export const layerClient = (
   options: Options
-): Layer.Layer<PendingStore | PgClient.PgClient | SqlClient.SqlClient, PendingStoreError> =>
+): Layer.Layer<PendingStore | PendingStore.Parts | PgClient.PgClient | SqlClient.SqlClient, PendingStoreError> =>
   Layer.provideMerge(SqlPendingStore.layer, clientLayer(options))
 
 /**
@@ -72,7 +72,7 @@ export const layerClient = (
  * @since 0.2.0
  * @category layers
  */
-export const layer = (options: Options): Layer.Layer<PendingStore, PendingStoreError> =>
+export const layer = (options: Options): Layer.Layer<PendingStore | PendingStore.Parts, PendingStoreError> =>
   Layer.provide(SqlPendingStore.layer, clientLayer(options))
 
 /**
@@ -92,5 +92,5 @@ export const layer = (options: Options): Layer.Layer<PendingStore, PendingStoreE
  */
 export const layerConfig = (
   config: Config.Config.Wrap<Options>
-): Layer.Layer<PendingStore, PendingStoreError | ConfigError.ConfigError> =>
+): Layer.Layer<PendingStore | PendingStore.Parts, PendingStoreError | ConfigError.ConfigError> =>
   Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))

@@ -61,9 +61,8 @@ const openFailed = (filename: string, cause: unknown, what: string) =>
  * @since 0.2.0
  * @category layers
  */
-export const layer = (options: Options): Layer.Layer<PendingStore, PendingStoreError> =>
-  Layer.scoped(
-    PendingStore,
+export const layer = (options: Options): Layer.Layer<PendingStore | PendingStore.Parts, PendingStoreError> =>
+  Layer.scopedContext(
     Effect.gen(function*() {
       if (options.filename === "" || options.filename.startsWith(":memory:")) {
         return yield* new PendingStoreError({
@@ -91,7 +90,7 @@ export const layer = (options: Options): Layer.Layer<PendingStore, PendingStoreE
         client
       )
       yield* Effect.mapError(busyTimeout, (cause) => openFailed(options.filename, cause, "set up"))
-      return store
+      return PendingStore.contextWithParts(store)
     })
   ).pipe(Layer.provide(Reactivity.layer))
 
@@ -112,5 +111,5 @@ export const layer = (options: Options): Layer.Layer<PendingStore, PendingStoreE
  */
 export const layerConfig = (
   config: Config.Config.Wrap<Options>
-): Layer.Layer<PendingStore, PendingStoreError | ConfigError.ConfigError> =>
+): Layer.Layer<PendingStore | PendingStore.Parts, PendingStoreError | ConfigError.ConfigError> =>
   Layer.unwrapEffect(Effect.map(Config.unwrap(config), layer))

@@ -1,7 +1,8 @@
 /**
  * Fencing, on every store (memory, SQLite, Postgres): `acquire` hands each new owner of a session a larger epoch, and
- * a store fenced with an older epoch refuses every write for the session with `reason: "fenced"`, changing nothing;
- * a renewal never takes a lapsed lease again. Each test tries a stale owner's write after a newer owner acquired.
+ * a store fenced with an older epoch refuses every write for the session with `reason: "fenced"`, changing nothing.
+ * Each test tries a stale owner's write after a newer owner acquired. (`acquire` and `owner` themselves, and lease
+ * renewals, are in the conformance suite: test/stores/conformance/records.ts.)
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Option } from "effect"
@@ -52,18 +53,6 @@ for (const subject of subjects(tmp.dir, pg)) {
   describe.skipIf(subject.skipReason !== undefined)(`PendingStore fencing: ${name}`, () => {
     const test = (title: string, body: (store: PendingStore.Service) => Effect.Effect<void, unknown>) =>
       it.live(title, () => Effect.flatMap(PendingStore, body).pipe(Effect.provide(subject.layer())))
-
-    test("acquire hands out growing epochs per session; owner tells the latest", (store) =>
-      Effect.gen(function*() {
-        assert.isTrue(Option.isNone(yield* store.owner("s1")))
-        assert.strictEqual(yield* store.acquire({ session: "s1", owner: "a", now: T0 }), 1)
-        assert.strictEqual(yield* store.acquire({ session: "s1", owner: "b", now: T0 + 1 }), 2)
-        assert.strictEqual(yield* store.acquire({ session: "s2", owner: "c", now: T0 + 2 }), 1)
-        assert.deepStrictEqual(yield* store.owner("s1"), Option.some({ epoch: 2, owner: "b", at: T0 + 1 }))
-        const bad = yield* Effect.flip(store.acquire({ session: "s1", owner: "", now: T0 }))
-        assert.include(bad.message, "owner must be a non-empty string")
-        assert.strictEqual((yield* store.owner("s1")).pipe(Option.map((o) => o.epoch), Option.getOrThrow), 2)
-      }))
 
     test("the current owner writes; a stale owner's every write is refused and changes nothing", (store) =>
       Effect.gen(function*() {
@@ -121,27 +110,6 @@ for (const subject of subjects(tmp.dir, pg)) {
         yield* store.acquire({ session: "s1", owner: "a", now: T0 })
         yield* store.insert(record("free", { session: "s2" }))
         assert.isTrue(Option.isSome(yield* store.get("free")))
-      }))
-
-    test("a renewal never takes a lapsed lease again; a first heartbeat registers", (store) =>
-      Effect.gen(function*() {
-        yield* store.heartbeat({ instance: "i", leaseUntil: T0 + 100, now: T0 })
-        yield* store.heartbeat({ instance: "i", leaseUntil: T0 + 200, now: T0 + 50, renew: true })
-        assert.strictEqual((yield* store.leases(["i"])).get("i"), T0 + 200)
-        // Paused past its lease: another instance's heartbeat forgets it, and its renewal is refused.
-        yield* store.heartbeat({ instance: "j", leaseUntil: T0 + 1_000, now: T0 + 300 })
-        const error = yield* refused(
-          store.heartbeat({ instance: "i", leaseUntil: T0 + 900, now: T0 + 400, renew: true }),
-          "leaseLapsed"
-        )
-        assert.include(error.message, "lapsed")
-        assert.isFalse((yield* store.leases(["i"])).has("i"))
-        // Even when nobody forgot it yet: a renewal at or past the lease's end is refused.
-        yield* store.heartbeat({ instance: "k", leaseUntil: T0 + 500, now: T0 + 400 })
-        yield* refused(
-          store.heartbeat({ instance: "k", leaseUntil: T0 + 900, now: T0 + 500, renew: true }),
-          "leaseLapsed"
-        )
       }))
 
     test("a stale owner racing a new owner: every write lands before the acquire or is refused", (store) =>

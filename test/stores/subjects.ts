@@ -15,7 +15,7 @@ import { freshSchema } from "../support/postgres.js"
 export interface Subject {
   readonly name: "memory" | "sqlite" | "postgres"
   /** A fresh, empty store. */
-  readonly layer: () => Layer.Layer<PendingStore, unknown>
+  readonly layer: () => Layer.Layer<PendingStore | PendingStore.Parts, unknown>
   /** Whether it runs (Postgres needs a server); else why not. */
   readonly skipReason: string | undefined
 }

@@ -14,11 +14,12 @@ import * as PubSub from "effect/PubSub"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
-import type { PendingStore } from "../../services/PendingStore.js"
+import type { ChangeFeed } from "../../services/ChangeFeed.js"
+import type { InboxQueries } from "../../services/InboxQueries.js"
 
 /** What one tick found: the changed records as listed now, and the ids no record has any more (pruned). */
 export interface Batch {
-  readonly listed: ReadonlyArray<PendingStore.ListedAction>
+  readonly listed: ReadonlyArray<InboxQueries.ListedAction>
   readonly removed: ReadonlyArray<string>
 }
 
@@ -66,7 +67,7 @@ export interface Feed {
 
 /** Starts the poller in the current scope. */
 export const make = (
-  store: PendingStore.Service,
+  store: ChangeFeed.Service & InboxQueries.Service,
   options: Options
 ): Effect.Effect<Feed, never, Scope.Scope> =>
   Effect.gen(function*() {

@@ -13,6 +13,7 @@ import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import { isOwnershipLost, type PendingStoreError } from "../../domain/Errors.js"
+import type { InstanceLeases } from "../InstanceLeases.js"
 import { fencedOut, leaseLapsed, type PendingStore } from "../PendingStore.js"
 import type { SessionOwnership } from "../SessionOwnership.js"
 import type { State } from "./pendingSet.js"
@@ -183,7 +184,7 @@ export const ownershipService = (
  */
 export const judge = (
   s: State,
-  store: PendingStore.Service,
+  store: InstanceLeases.Service,
   instances: Iterable<string | null>
 ): Effect.Effect<(instance: string | null) => boolean, PendingStoreError> => {
   const ask = new Set<string>()

@@ -6,7 +6,9 @@
 import type * as Option from "effect/Option"
 import type { PendingRecord, PendingStatus } from "../../domain/PendingRecord.js"
 import { isPendingStatus, isTerminal } from "../../domain/PendingRecord.js"
-import type { PendingStore } from "../PendingStore.js"
+import type { ChangeFeed } from "../ChangeFeed.js"
+import type { DecisionRequests } from "../DecisionRequests.js"
+import type { InboxQueries } from "../InboxQueries.js"
 
 const isText = (u: unknown): u is string => typeof u === "string"
 const isMillis = (u: unknown): u is number => typeof u === "number" && Number.isSafeInteger(u) && u >= 0
@@ -435,19 +437,6 @@ export const checkFeed = (
 /** The most notes one `pruneNotes` call removes. */
 export const maxNotesPrune = 10_000
 
-/** The methods of a `PendingStore` that serve the approval inbox (each store builds them apart). */
-export type InboxMethods = Pick<
-  PendingStore.Service,
-  | "listActions"
-  | "getActions"
-  | "countActions"
-  | "snooze"
-  | "recordDecision"
-  | "getDecision"
-  | "decisions"
-  | "requestedDecisions"
-  | "completeDecision"
-  | "feedHead"
-  | "feed"
-  | "pruneNotes"
->
+/** The methods of a `PendingStore` that serve the approval inbox (each store builds them apart): its parts
+ * `InboxQueries` and `DecisionRequests`, and `ChangeFeed` but its signal. */
+export type InboxMethods = InboxQueries.Service & DecisionRequests.Service & Omit<ChangeFeed.Service, "changed">

@@ -14,7 +14,8 @@ import type * as Scope from "effect/Scope"
 import { isOwnershipLost, type PendingStoreError } from "../../domain/Errors.js"
 import type { PendingRecord } from "../../domain/PendingRecord.js"
 import type * as ActionKind from "../ActionKind.js"
-import type { PendingStore } from "../PendingStore.js"
+import type { ActionRecords } from "../ActionRecords.js"
+import type { InstanceLeases } from "../InstanceLeases.js"
 import { claimAbandoned, judge } from "./instanceLease.js"
 import type { State } from "./pendingSet.js"
 import { pushDirective } from "./staging.js"
@@ -54,7 +55,7 @@ const recover = (s: State, record: PendingRecord): Effect.Effect<Option.Option<A
 const reconcile = (
   s: State,
   record: PendingRecord,
-  store: PendingStore.Service,
+  store: ActionRecords.Service,
   isGone: (instance: string | null) => boolean
 ): Effect.Effect<PendingRecord, PendingStoreError> =>
   Effect.gen(function*() {
@@ -92,7 +93,7 @@ const recoverAgainAfter = Duration.seconds(1)
  * file lock). Without it, such a record stayed `resolving` until the session's next start. The settle is the same
  * compare-and-set on the claim's owner as at the start: the owner, woken, settles it first or not at all.
  */
-const watchClaim = (s: State, store: PendingStore.Service, id: string): Effect.Effect<void, PendingStoreError> =>
+const watchClaim = (s: State, store: ActionRecords.Service, id: string): Effect.Effect<void, PendingStoreError> =>
   Effect.gen(function*() {
     for (;;) {
       const found = yield* store.get(id)
@@ -128,7 +129,7 @@ const watchClaim = (s: State, store: PendingStore.Service, id: string): Effect.E
  */
 export const restoreOpen = (
   s: State,
-  store: PendingStore.Service,
+  store: ActionRecords.Service & InstanceLeases.Service,
   soft: boolean
 ): Effect.Effect<void, PendingStoreError, Scope.Scope> =>
   Effect.gen(function*() {

@@ -24,8 +24,9 @@ import type { ResolveError, ResolveParams } from "../../domain/ResolveParams.js"
 import { resolveReminder } from "../../domain/SteeringMessage.js"
 import * as ToolResult from "../../domain/ToolResult.js"
 import { capText, messageOf, safely } from "../../internal/render.js"
+import type { ActionRecords } from "../ActionRecords.js"
+import type { InstanceLeases } from "../InstanceLeases.js"
 import type { Fallback } from "../PendingActions.js"
-import type { PendingStore } from "../PendingStore.js"
 import { SessionOwnership } from "../SessionOwnership.js"
 import { judge } from "./instanceLease.js"
 import * as Invocation from "./invocation.js"
@@ -77,7 +78,7 @@ const finish = (s: State, entry: Entry, status: PendingStatus, outcome: Entry["o
 
 // Records how a claim ended. Never fails: the world has changed, and a lost write leaves the record
 // `resolving` for recovery to reconcile.
-const settleStore = (s: State, entry: Entry, to: PendingStore.SettleStatus, outcome: string | undefined) =>
+const settleStore = (s: State, entry: Entry, to: ActionRecords.SettleStatus, outcome: string | undefined) =>
   s.store === undefined ? Effect.void : Effect.matchCauseEffect(
     Effect.retry(
       s.store.settle({ id: entry.id, owner: s.owner, to, outcome: Option.fromNullable(outcome), now: s.now() }),
@@ -165,7 +166,7 @@ const claimInStore = (
   invocation: ResolveParams,
   restore: Restore,
   fiber: Fiber.RuntimeFiber<unknown, unknown>,
-  store: PendingStore.Service
+  store: ActionRecords.Service
 ): Effect.Effect<ToolResult.ToolResult, ResolveError> => {
   const at = s.now()
   return Effect.matchCauseEffect(store.claim({ id: entry.id, owner: s.owner, leaseUntil: at + s.lease, now: at }), {
@@ -235,7 +236,7 @@ const discardDead = (
   s: State,
   entry: Entry,
   invocation: ResolveParams,
-  store: PendingStore.Service
+  store: ActionRecords.Service
 ): Effect.Effect<ToolResult.ToolResult, ResolveError> =>
   Effect.flatMap(
     store.transition({ id: entry.id, from: [entry.status], to: "discarded", now: s.now() }),
@@ -254,7 +255,7 @@ const revive = (
   s: State,
   entry: Entry,
   invocation: ResolveParams,
-  store: PendingStore.Service
+  store: ActionRecords.Service
 ): Effect.Effect<ToolResult.ToolResult, ResolveError> =>
   Effect.flatMap(
     store.transition({ id: entry.id, from: ["orphaned"], to: "pending", stager: s.owner, now: s.now() }),
@@ -280,7 +281,7 @@ const notRunnableHere = (
   s: State,
   entry: Entry,
   invocation: ResolveParams,
-  store: PendingStore.Service
+  store: ActionRecords.Service & InstanceLeases.Service
 ): Effect.Effect<ToolResult.ToolResult, ResolveError> =>
   Effect.flatMap(judge(s, store, [entry.stager]), (isGone) => {
     if (!isGone(entry.stager)) return Effect.zipRight(payOwed(s), Effect.fail(elsewhere(s, entry)))
@@ -345,7 +346,7 @@ const invoke = (
   )
 
 // Durable: an id the set does not know may be a record of this session staged by another process.
-const lookup = (s: State, id: string, store: PendingStore.Service) =>
+const lookup = (s: State, id: string, store: ActionRecords.Service) =>
   Effect.flatMap(store.get(id), (record) => {
     if (Option.isNone(record) || record.value.session !== s.session) return Effect.fail(unknownAction(s, id))
     return Effect.succeed(restoreEntry(s, record.value))

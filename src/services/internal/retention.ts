@@ -10,8 +10,8 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as Queue from "effect/Queue"
 import type * as Scope from "effect/Scope"
+import type { ActionRecords } from "../ActionRecords.js"
 import type { Retention } from "../PendingActions.js"
-import type { PendingStore } from "../PendingStore.js"
 import type { State } from "./pendingSet.js"
 
 /** How a session prunes its store: which settled records go, and after how many settles it looks again. */
@@ -68,7 +68,7 @@ export const settledInStore = (s: State): void => {
 /** Forks the pruning fiber in the session's scope, and wakes it once. */
 export const startPruning = (
   s: State,
-  store: PendingStore.Service,
+  store: ActionRecords.Service,
   plan: RetentionPlan
 ): Effect.Effect<void, never, Scope.Scope> => {
   const pruneOnce = Effect.suspend(() =>

@@ -11,8 +11,8 @@ import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { PendingStoreError } from "../../domain/Errors.js"
 import { isTerminal, type PendingRecord } from "../../domain/PendingRecord.js"
+import type { ActionRecords } from "../ActionRecords.js"
 import type { PendingActionInfo } from "../PendingActions.js"
-import type { PendingStore } from "../PendingStore.js"
 import {
   type Entry,
   infoNow,
@@ -116,7 +116,7 @@ export const adopt = (s: State, entry: Entry, record: PendingRecord): void => {
 }
 
 /** Reads a record again after a conditional write found it changed: the entry takes the store's view. */
-export const reread = (s: State, entry: Entry, store: PendingStore.Service): Effect.Effect<void> =>
+export const reread = (s: State, entry: Entry, store: ActionRecords.Service): Effect.Effect<void> =>
   Effect.map(Effect.orElseSucceed(store.get(entry.id), () => Option.none()), (record) => {
     if (Option.isSome(record)) adopt(s, entry, record.value)
   })
@@ -146,7 +146,7 @@ const infoOfRecord = (s: State, record: PendingRecord): PendingActionInfo => {
  * One read of the records not yet settled (its cost follows their number, not the session's history); an action
  * the set holds open that is no longer among them settled elsewhere, and is read by id.
  */
-export const refresh = (s: State, store: PendingStore.Service): Effect.Effect<void, PendingStoreError> =>
+export const refresh = (s: State, store: ActionRecords.Service): Effect.Effect<void, PendingStoreError> =>
   Effect.flatMap(store.listOpen(s.session), (records) => {
     const open = new Set<string>()
     for (const record of records) {
@@ -169,7 +169,7 @@ export const refresh = (s: State, store: PendingStore.Service): Effect.Effect<vo
 /** Durable: `refresh`, then the open actions. */
 export const listOpen = (
   s: State,
-  store: PendingStore.Service
+  store: ActionRecords.Service
 ): Effect.Effect<ReadonlyArray<PendingActionInfo>, PendingStoreError> =>
   Effect.zipRight(
     refresh(s, store),
@@ -182,7 +182,7 @@ export const listOpen = (
 /** Durable: every record of the session, the store's view (the set's for what it holds, the same once refreshed). */
 export const list = (
   s: State,
-  store: PendingStore.Service
+  store: ActionRecords.Service
 ): Effect.Effect<ReadonlyArray<PendingActionInfo>, PendingStoreError> =>
   Effect.map(store.list(s.session), (records) => records.map((record) => infoOfRecord(s, record))).pipe(
     Effect.tap(() => payOwed(s))
@@ -191,9 +191,9 @@ export const list = (
 /** Durable: a page of the store. */
 export const listPage = (
   s: State,
-  store: PendingStore.Service,
-  options: PendingStore.PageOptions
-): Effect.Effect<PendingStore.Page<PendingActionInfo>, PendingStoreError> =>
+  store: ActionRecords.Service,
+  options: ActionRecords.PageOptions
+): Effect.Effect<ActionRecords.Page<PendingActionInfo>, PendingStoreError> =>
   Effect.map(store.listPage(s.session, options), (page) => ({
     items: page.items.map((record) => infoOfRecord(s, record)),
     next: page.next
@@ -202,7 +202,7 @@ export const listPage = (
 /** Durable: one record of the session by id. */
 export const get = (
   s: State,
-  store: PendingStore.Service,
+  store: ActionRecords.Service,
   id: string
 ): Effect.Effect<Option.Option<PendingActionInfo>, PendingStoreError> =>
   Effect.map(store.get(id), (record): Option.Option<PendingActionInfo> => {

@@ -1,21 +1,18 @@
 /**
- * The approval inbox's part of the PendingStore conformance suite: listing across sessions with filters and cursor
- * paging, badge counts, snoozes, durable decisions (at most one requested per action, completed once), and the
- * change feed. The same tests against the memory store, SQLite (a temp file) and Postgres (a real server; see
- * test/support/postgres.ts); each test gets a fresh, empty store.
+ * The conformance tests of the approval inbox's parts: `InboxQueries` (listing across sessions with filters and
+ * cursor paging, badge counts, snoozes), `DecisionRequests` (at most one requested per action, completed once) and
+ * `ChangeFeed` (the feed, and `changed`). Each test gets a fresh, empty store, through the part tags (see
+ * `../conformance.ts`).
  */
-import { describe, it } from "@effect/vitest"
-import { Effect, Option } from "effect"
+import { assert, describe } from "@effect/vitest"
+import { Effect, Fiber, Option, Stream } from "effect"
 import { deepStrictEqual, strictEqual } from "node:assert/strict"
-import { afterAll } from "vitest"
-import type { PendingRecord, PendingStatus } from "../../src/domain/PendingRecord.js"
-import { PendingStore, PendingStoreError } from "../../src/services/PendingStore.js"
-import { postgresForTests, postgresSuiteName } from "../support/pgTest.js"
-import { subjects, tempDir } from "./subjects.js"
-
-const pg = await postgresForTests()
-const tmp = tempDir()
-afterAll(() => tmp.cleanup())
+import type { PendingRecord, PendingStatus } from "../../../src/domain/PendingRecord.js"
+import type { ActionRecords } from "../../../src/services/ActionRecords.js"
+import type { DecisionRequests } from "../../../src/services/DecisionRequests.js"
+import type { InboxQueries } from "../../../src/services/InboxQueries.js"
+import { PendingStoreError } from "../../../src/services/PendingStore.js"
+import type { PartStore, PartTest } from "../conformance.js"
 
 const T0 = 1_700_000_000_000
 
@@ -43,7 +40,7 @@ const storeError = <A>(effect: Effect.Effect<A, PendingStoreError>) =>
   Effect.flip(effect).pipe(Effect.tap((e) => strictEqual(e instanceof PendingStoreError, true)))
 
 /** Moves a record to `to` the way a session would: claim and settle for applied/discarded, else a transition. */
-const settleAs = (store: PendingStore.Service, id: string, to: PendingStatus, now = T0 + 1) =>
+const settleAs = (store: PartStore, id: string, to: PendingStatus, now = T0 + 1) =>
   to === "applied" || to === "discarded" ?
     Effect.zipRight(
       store.claim({ id, owner: "o", leaseUntil: now + 1_000, now }),
@@ -54,10 +51,10 @@ const settleAs = (store: PendingStore.Service, id: string, to: PendingStatus, no
     store.transition({ id, from: ["pending"], to, now })
 
 const decide = (
-  store: PendingStore.Service,
+  store: PartStore,
   actionId: string,
   n: number,
-  overrides: Partial<PendingStore.DecisionInput> = {}
+  overrides: Partial<DecisionRequests.DecisionInput> = {}
 ) =>
   store.recordDecision({
     id: `dc_test_${n}`,
@@ -71,12 +68,12 @@ const decide = (
   })
 
 /** Every page of a query, in order, as ids. */
-const allPages = (store: PendingStore.Service, query: Omit<PendingStore.ActionQuery, "cursor">) =>
+const allPages = (store: PartStore, query: Omit<InboxQueries.ActionQuery, "cursor">) =>
   Effect.gen(function*() {
     const seen: Array<string> = []
     let cursor: string | undefined
     for (let pages = 0; pages < 100; pages++) {
-      const page: PendingStore.Page<PendingStore.ListedAction> = yield* store.listActions({ ...query, cursor })
+      const page: ActionRecords.Page<InboxQueries.ListedAction> = yield* store.listActions({ ...query, cursor })
       strictEqual(page.items.length <= query.limit, true)
       seen.push(...page.items.map((item) => item.record.id))
       if (Option.isNone(page.next)) return seen
@@ -85,46 +82,52 @@ const allPages = (store: PendingStore.Service, query: Omit<PendingStore.ActionQu
     throw new Error("more than 100 pages")
   })
 
-for (const subject of subjects(tmp.dir, pg)) {
-  const name = subject.name === "postgres" ? postgresSuiteName("postgres", pg) : subject.name
-  describe.skipIf(subject.skipReason !== undefined)(`PendingStore conformance, the inbox: ${name}`, () => {
-    const test = (title: string, body: (store: PendingStore.Service) => Effect.Effect<void, unknown>) =>
-      it.live(title, () => Effect.flatMap(PendingStore, body).pipe(Effect.provide(subject.layer())))
+/** Waits for the first signal of `changed`, subscribed before `write` runs. */
+const signalledBy = <E>(changed: Stream.Stream<void, unknown>, write: Effect.Effect<void, E>) =>
+  Effect.scoped(Effect.gen(function*() {
+    const first = yield* Effect.fork(Stream.runHead(changed))
+    yield* Effect.sleep("200 millis") // the subscription (a LISTEN on Postgres) is in place
+    yield* write
+    const got = yield* Fiber.join(first)
+    assert.isTrue(Option.isSome(got))
+  }))
 
-    // Three sessions, every status, two kinds, equal times here and there.
-    const seed = (store: PendingStore.Service) =>
-      Effect.gen(function*() {
-        const plan: Array<[string, string, string, PendingStatus]> = []
-        const statuses: ReadonlyArray<PendingStatus> = [
-          "pending",
-          "applied",
-          "pending",
-          "discarded",
-          "resolving",
-          "orphaned",
-          "conflict",
-          "cleared",
-          "pending",
-          "expired"
-        ]
-        for (let i = 0; i < 30; i++) {
-          plan.push([`r${String(i).padStart(2, "0")}`, `s${i % 3}`, i % 4 === 0 ? "plan" : "edit", statuses[i % 10]!])
-        }
-        for (const [id, session, kind, status] of plan) {
-          yield* store.insert(record(id, { session, kind, createdAt: T0 + Math.floor(Number(id.slice(1)) / 2) }))
-          if (status !== "pending") yield* settleAs(store, id, status)
-        }
-        return plan
-      })
+/** The tests of `InboxQueries`, `DecisionRequests` and `ChangeFeed`. */
+export const inboxConformance = (test: PartTest): void => {
+  const seed = (store: PartStore) =>
+    Effect.gen(function*() {
+      const plan: Array<[string, string, string, PendingStatus]> = []
+      const statuses: ReadonlyArray<PendingStatus> = [
+        "pending",
+        "applied",
+        "pending",
+        "discarded",
+        "resolving",
+        "orphaned",
+        "conflict",
+        "cleared",
+        "pending",
+        "expired"
+      ]
+      for (let i = 0; i < 30; i++) {
+        plan.push([`r${String(i).padStart(2, "0")}`, `s${i % 3}`, i % 4 === 0 ? "plan" : "edit", statuses[i % 10]!])
+      }
+      for (const [id, session, kind, status] of plan) {
+        yield* store.insert(record(id, { session, kind, createdAt: T0 + Math.floor(Number(id.slice(1)) / 2) }))
+        if (status !== "pending") yield* settleAs(store, id, status)
+      }
+      return plan
+    })
 
-    /** The ids `plan` holds that match, most recent first (createdAt descending, then insertion descending). */
-    const expected = (
-      plan: ReadonlyArray<[string, string, string, PendingStatus]>,
-      keep: (session: string, kind: string, status: PendingStatus) => boolean
-    ) => plan.filter(([, session, kind, status]) => keep(session, kind, status)).map(([id]) => id).reverse()
+  /** The ids `plan` holds that match, most recent first (createdAt descending, then insertion descending). */
+  const expected = (
+    plan: ReadonlyArray<[string, string, string, PendingStatus]>,
+    keep: (session: string, kind: string, status: PendingStatus) => boolean
+  ) => plan.filter(([, session, kind, status]) => keep(session, kind, status)).map(([id]) => id).reverse()
 
-    const open = new Set<PendingStatus>(["pending", "resolving", "orphaned", "conflict"])
+  const open = new Set<PendingStatus>(["pending", "resolving", "orphaned", "conflict"])
 
+  describe("InboxQueries", () => {
     test("listActions: by default the open records of every session, most recent first; pages cover it exactly", (store) =>
       Effect.gen(function*() {
         const plan = yield* seed(store)
@@ -144,7 +147,7 @@ for (const subject of subjects(tmp.dir, pg)) {
       Effect.gen(function*() {
         const plan = yield* seed(store)
         const cases: Array<
-          [Omit<PendingStore.ActionQuery, "now" | "limit">, (s: string, k: string, st: PendingStatus) => boolean]
+          [Omit<InboxQueries.ActionQuery, "now" | "limit">, (s: string, k: string, st: PendingStatus) => boolean]
         > = [
           [{ sessions: ["s1"] }, (s, _, st) => s === "s1" && open.has(st)],
           [{ sessions: ["s2", "s0", "s2"] }, (s, _, st) => s !== "s1" && open.has(st)],
@@ -188,7 +191,7 @@ for (const subject of subjects(tmp.dir, pg)) {
         const restFromCursor: Array<string> = []
         let cursor = Option.getOrUndefined(first.next)
         while (cursor !== undefined) {
-          const page: PendingStore.Page<PendingStore.ListedAction> = yield* store.listActions({
+          const page: ActionRecords.Page<InboxQueries.ListedAction> = yield* store.listActions({
             now: T0,
             limit: 3,
             statuses: ["pending", "applied"],
@@ -206,7 +209,7 @@ for (const subject of subjects(tmp.dir, pg)) {
         yield* store.insert(record("a"))
         yield* store.insert(record("b", { createdAt: T0 + 1 }))
         strictEqual(yield* store.snooze({ id: "a", until: Option.some(T0 + 60_000), now: T0 }), true)
-        const ids = (snoozed: PendingStore.ActionQuery["snoozed"], now: number) =>
+        const ids = (snoozed: InboxQueries.ActionQuery["snoozed"], now: number) =>
           Effect.map(
             store.listActions({ now, limit: 10, snoozed }),
             (page) => page.items.map((item) => [item.record.id, Option.getOrNull(item.snoozedUntil)])
@@ -275,6 +278,42 @@ for (const subject of subjects(tmp.dir, pg)) {
         })
       }))
 
+    test("bad input to the inbox's methods fails typed and changes nothing", (store) =>
+      Effect.gen(function*() {
+        yield* store.insert(record("a"))
+        const errors = [
+          yield* storeError(store.listActions({ now: T0, limit: 0 })),
+          yield* storeError(store.listActions({ now: T0, limit: 10, cursor: "nope" })),
+          yield* storeError(store.listActions({ now: T0, limit: 10, sessions: [] })),
+          yield* storeError(store.listActions({ now: T0, limit: 10, statuses: ["unreadable"] })),
+          yield* storeError(store.listActions({ now: T0, limit: 10, statuses: ["nonsense" as PendingStatus] })),
+          yield* storeError(store.listActions({ now: T0, limit: 10, kinds: Array.from({ length: 101 }, String) })),
+          yield* storeError(store.listActions({ now: T0, limit: 10, snoozed: "maybe" as "hide" })),
+          yield* storeError(store.countActions({ now: -1 })),
+          yield* storeError(store.getActions(Array.from({ length: 1001 }, String))),
+          yield* storeError(decide(store, "a", 1, { reason: "  " })),
+          yield* storeError(decide(store, "a", 1, { reviewer: "" })),
+          yield* storeError(decide(store, "a", 1, { action: "maybe" as "apply" })),
+          yield* storeError(decide(store, "a", 1, { amendment: undefined })),
+          yield* storeError(decide(store, "a", 1, { amendment: { n: 1n } })),
+          yield* storeError(decide(store, "a", 1, { id: "not-a-decision-id" })),
+          yield* storeError(
+            store.completeDecision({ id: "x", state: "requested" as "done", outcome: "", by: "i", now: T0 })
+          ),
+          yield* storeError(store.requestedDecisions({ limit: 0 })),
+          yield* storeError(store.feed({ after: { journal: -1, notes: 0 }, limit: 10 })),
+          yield* storeError(
+            store.feed({ after: { journal: 0, notes: 0 }, limit: 10, missing: { journal: [1.5], notes: [] } })
+          ),
+          yield* storeError(store.pruneNotes(-1))
+        ]
+        strictEqual(errors.every((e) => e.message.endsWith("nothing was changed.")), true)
+        deepStrictEqual(yield* store.decisions("a"), [])
+        deepStrictEqual(Option.getOrThrow(yield* store.get("a")), record("a"))
+      }))
+  })
+
+  describe("DecisionRequests", () => {
     test("recordDecision: requested once per action; unknown, settled, expired and waiting ones are said why", (store) =>
       Effect.gen(function*() {
         yield* store.insert(record("a"))
@@ -375,7 +414,7 @@ for (const subject of subjects(tmp.dir, pg)) {
         yield* decide(store, "c", 1, { now: T0 + 1 })
         yield* decide(store, "a", 2, { now: T0 + 2 })
         yield* decide(store, "b", 3, { now: T0 + 3, action: "discard" })
-        const ids = (query: PendingStore.RequestedQuery) =>
+        const ids = (query: DecisionRequests.RequestedQuery) =>
           Effect.map(store.requestedDecisions(query), (found) => found.map((r) => [r.decision.id, r.record.id]))
         deepStrictEqual(yield* ids({ limit: 10 }), [["dc_test_1", "c"], ["dc_test_2", "a"], ["dc_test_3", "b"]])
         deepStrictEqual(yield* ids({ limit: 2 }), [["dc_test_1", "c"], ["dc_test_2", "a"]])
@@ -406,7 +445,9 @@ for (const subject of subjects(tmp.dir, pg)) {
         deepStrictEqual(yield* store.decisions("a"), [])
         strictEqual(Option.isNone(yield* store.getDecision("dc_test_1")), true)
       }))
+  })
 
+  describe("ChangeFeed", () => {
     test("the feed: every transition and every decision or snooze, after a position, in order", (store) =>
       Effect.gen(function*() {
         yield* store.insert(record("old"))
@@ -455,38 +496,13 @@ for (const subject of subjects(tmp.dir, pg)) {
         )
       }))
 
-    test("bad input to the inbox's methods fails typed and changes nothing", (store) =>
+    test("a feed write of the store signals changed", (store) =>
       Effect.gen(function*() {
-        yield* store.insert(record("a"))
-        const errors = [
-          yield* storeError(store.listActions({ now: T0, limit: 0 })),
-          yield* storeError(store.listActions({ now: T0, limit: 10, cursor: "nope" })),
-          yield* storeError(store.listActions({ now: T0, limit: 10, sessions: [] })),
-          yield* storeError(store.listActions({ now: T0, limit: 10, statuses: ["unreadable"] })),
-          yield* storeError(store.listActions({ now: T0, limit: 10, statuses: ["nonsense" as PendingStatus] })),
-          yield* storeError(store.listActions({ now: T0, limit: 10, kinds: Array.from({ length: 101 }, String) })),
-          yield* storeError(store.listActions({ now: T0, limit: 10, snoozed: "maybe" as "hide" })),
-          yield* storeError(store.countActions({ now: -1 })),
-          yield* storeError(store.getActions(Array.from({ length: 1001 }, String))),
-          yield* storeError(decide(store, "a", 1, { reason: "  " })),
-          yield* storeError(decide(store, "a", 1, { reviewer: "" })),
-          yield* storeError(decide(store, "a", 1, { action: "maybe" as "apply" })),
-          yield* storeError(decide(store, "a", 1, { amendment: undefined })),
-          yield* storeError(decide(store, "a", 1, { amendment: { n: 1n } })),
-          yield* storeError(decide(store, "a", 1, { id: "not-a-decision-id" })),
-          yield* storeError(
-            store.completeDecision({ id: "x", state: "requested" as "done", outcome: "", by: "i", now: T0 })
-          ),
-          yield* storeError(store.requestedDecisions({ limit: 0 })),
-          yield* storeError(store.feed({ after: { journal: -1, notes: 0 }, limit: 10 })),
-          yield* storeError(
-            store.feed({ after: { journal: 0, notes: 0 }, limit: 10, missing: { journal: [1.5], notes: [] } })
-          ),
-          yield* storeError(store.pruneNotes(-1))
-        ]
-        strictEqual(errors.every((e) => e.message.endsWith("nothing was changed.")), true)
-        deepStrictEqual(yield* store.decisions("a"), [])
-        deepStrictEqual(Option.getOrThrow(yield* store.get("a")), record("a"))
+        yield* signalledBy(store.changed, store.insert(record("a")))
+        yield* signalledBy(
+          store.changed,
+          Effect.asVoid(store.snooze({ id: "a", until: Option.some(T0 + 60_000), now: T0 }))
+        )
       }))
   })
 }
