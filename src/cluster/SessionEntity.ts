@@ -326,7 +326,7 @@ export const make = (options: Options = {}) =>
       exclusive: true,
       ...Option.match(agent.lease, { onNone: () => ({}), onSome: (lease) => ({ lease }) }),
       ...Option.match(agent.retention, { onNone: () => ({}), onSome: (retention) => ({ retention }) })
-    }).pipe(Layer.provideMerge(Layer.succeed(PendingStore, store)))
+    }).pipe(Layer.provideMerge(Layer.succeedContext(PendingStore.contextWithParts(store))))
     const sessionLayer = Layer.provideMerge(
       TurnDriver.layerWithoutDependencies({
         ...Option.match(system, { onNone: () => ({}), onSome: (text) => ({ system: text }) }),
