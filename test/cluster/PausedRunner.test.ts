@@ -294,12 +294,16 @@ const runScenario = (scenario: Scenario) =>
       const stop = yield* Ref.make(false)
       const failures: Array<string> = []
       const completed = new Map<string, number>(sessionIds.map((s) => [s, 0]))
+      // The run each session is in now, and since when: what a run that never ends was doing is reported.
+      const running = new Map<string, { readonly run: number; readonly since: number }>()
       const workers = yield* Effect.forEach(sessionIds, (session) =>
         Effect.fork(Effect.gen(function*() {
           for (let n = 1; !(yield* Ref.get(stop)); n++) {
+            running.set(session, { run: n, since: Date.now() })
             const exit = yield* Effect.exit(
               client.run(session, `Session ${session}: make 3 edits.`, { runId: `run-${n}-${session}` })
             )
+            running.delete(session)
             if (Exit.isFailure(exit)) failures.push(`${session} run ${n}: ${exit.cause}`)
             else if (exit.value.text !== "Done.") failures.push(`${session} run ${n} answered ${exit.value.text}`)
             else completed.set(session, completed.get(session)! + 1)
@@ -376,9 +380,30 @@ const runScenario = (scenario: Scenario) =>
       }
 
       yield* Ref.set(stop, true)
-      yield* Effect.forEach(workers, Fiber.join, { discard: true }).pipe(
-        Effect.timeoutFail({ duration: "3 minutes", onTimeout: () => new Error("the runs did not finish") })
+      const finished = yield* Effect.forEach(workers, Fiber.join, { discard: true }).pipe(
+        Effect.timeout("3 minutes"),
+        Effect.option
       )
+      if (Option.isNone(finished)) {
+        // What each run still under way is waiting for: its session's owner, its open actions, what the runners
+        // printed of it.
+        const report = yield* Effect.forEach([...running], ([session, { run, since }]) =>
+          Effect.gen(function*() {
+            const owner = Option.getOrUndefined(yield* Effect.orElseSucceed(store.owner(session), () => Option.none()))
+            const open = yield* Effect.orElseSucceed(store.listOpen(session), () => [])
+            const printed = lines.filter((line) => line.includes(session)).slice(-8)
+            return `${session} run ${run} (for ${Date.now() - since} ms): owner ` +
+              `${owner === undefined ? "none" : `${owner.owner} epoch ${owner.epoch}`}; open ` +
+              `${JSON.stringify(open.map((r) => [r.id, r.status, r.owner, r.leaseUntil]))}; printed:\n  ` +
+              printed.join("\n  ")
+          }))
+        return yield* Effect.fail(
+          new Error(
+            `the runs did not finish within 3 minutes of the last round:\n${report.join("\n")}\n` +
+              `last lines:\n  ${lines.slice(-15).join("\n  ")}`
+          )
+        )
+      }
       say(`${scenario.name}: runs done after ${Date.now() - started} ms`)
       yield* Fiber.interrupt(sampler)
       yield* look
