@@ -63,6 +63,7 @@ export {
   type PendingActionInfo,
   PendingActions,
   queueResolveHandler,
+  type ResolveOptions,
   type Retention,
   stage,
   type StageInfo,
@@ -75,6 +76,7 @@ export * as ActionKind from "./services/ActionKind.js"
 export {
   decodeResolveParams,
   resolve,
+  resolveAmended,
   type ResolveServices,
   ResolveTool,
   runResolve,

@@ -83,7 +83,7 @@ export interface Decision {
   readonly reason: string
   /** Who decided: told to the model with the decision. */
   readonly by: string
-  /** For `amend`: what to apply instead (`extra.amendment` for the action's kind). */
+  /** For `amend`: what to apply instead (`call.amendment` for the action's kind, decoded; also `extra.amendment`). */
   readonly amendment?: string | undefined
 }
 

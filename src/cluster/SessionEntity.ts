@@ -57,7 +57,7 @@ import { PendingStore } from "../services/PendingStore.js"
 import type { SessionOwnership } from "../services/SessionOwnership.js"
 import { SteeringBus } from "../services/SteeringBus.js"
 import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
-import { decodeResolveParams, resolve } from "../tools/Resolve.js"
+import { decodeResolveParams, resolve, resolveWith } from "../tools/Resolve.js"
 import { SessionAgent } from "./SessionAgent.js"
 import { type DecisionKind, type DecisionReply, Session, type SessionAction } from "./SessionProtocol.js"
 import { SteeringJournal } from "./SteeringJournal.js"
@@ -497,7 +497,15 @@ export const make = (options: Options = {}) =>
         id: payload.id
       })
       const target = targetOf(payload.decision)
-      const result = yield* Effect.either(resolve(params))
+      // An amendment reaches the kind's `apply` decoded with its `amendment` Schema (`call.amendment`; the text, the
+      // Schema's encoded form here), and, as in 0.3, as `extra.amendment`.
+      const result = yield* Effect.either(
+        payload.decision === "amend" ?
+          resolveWith(params, {
+            amendment: { actionId: payload.id, reviewer: payload.by, encoded: payload.amendment ?? "" }
+          }) :
+          resolve(params)
+      )
       if (Either.isLeft(result)) {
         const error = result.left
         // Already in the state this decision asks for: a redelivered decision, or the same one made first by the

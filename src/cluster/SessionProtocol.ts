@@ -111,7 +111,8 @@ export type RunError = typeof RunError.Type
 
 /**
  * A person's decision on one pending action: `apply` it, `discard` it, or `amend` it (apply it with `amendment`,
- * passed to the action's kind as `extra.amendment`). `by` names who decided (told to the model with the decision);
+ * decoded with the kind's `amendment` Schema, whose encoded form is then a string, and given to `apply` as
+ * `call.amendment`; since 0.3 also passed as `extra.amendment`). `by` names who decided (told to the model with the decision);
  * `reason` is the resolve reason.
  *
  * @since 0.3.0

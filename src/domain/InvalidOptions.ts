@@ -261,3 +261,21 @@ export const kinds: OptionSpec = {
   ),
   expected: "an array of action kinds (each made with ActionKind.make)"
 }
+
+/**
+ * An array of action kinds or contracts (each made by `ActionKind.make`, `implement` or `contract`: a `name` and a
+ * `payload` Schema).
+ *
+ * @since 0.4.0
+ * @category option specs
+ * @internal
+ */
+export const contracts: OptionSpec = {
+  schema: Schema.declare((u): u is ReadonlyArray<unknown> =>
+    Array.isArray(u) &&
+    u.every((kind) =>
+      kind !== null && typeof kind === "object" && typeof kind.name === "string" && Schema.isSchema(kind.payload)
+    )
+  ),
+  expected: "an array of action kinds or contracts (each made with ActionKind.make, implement or contract)"
+}

@@ -50,10 +50,10 @@ import * as DecisionModel from "../domain/Decision.js"
 import type { PendingStoreError } from "../domain/Errors.js"
 import {
   checkOptions,
+  contracts,
   duration,
   durationAtLeast,
   type InvalidOptions,
-  kinds,
   type OptionsSpec
 } from "../domain/InvalidOptions.js"
 import { isTerminal, type PendingRecord, type PendingStatus } from "../domain/PendingRecord.js"
@@ -63,7 +63,7 @@ import { tooDeepPath } from "../internal/untrusted.js"
 import * as ResolveRuntime from "../layers/ResolveRuntime.js"
 import * as ActionKind from "../services/ActionKind.js"
 import { PendingStore } from "../services/PendingStore.js"
-import { resolve } from "../tools/Resolve.js"
+import { resolve, resolveAmended } from "../tools/Resolve.js"
 import {
   type ActionDetail,
   type ActionList,
@@ -102,11 +102,13 @@ import * as Feed from "./internal/feed.js"
  * @since 0.3.0
  * @category models
  */
-export interface Options<Kinds extends ReadonlyArray<ActionKind.Any>> {
+export interface Options<Kinds extends ReadonlyArray<ActionKind.AnyContract>> {
   /**
-   * The durable kinds this inbox runs (with their requirements in the layer's context): a decision about an
-   * action of one of them is applied or discarded here, at once. Any other action's decision is recorded for its
-   * session's own process to run.
+   * The durable kinds this inbox knows. A runnable kind (`ActionKind.make` / `implement`, with its requirements in
+   * the layer's context) is run here: a decision about an action of it is applied or discarded at once. A contract
+   * (`ActionKind.contract`, since 0.4.0: no requirements) is only read: its actions' payloads decode, their amendment
+   * Schema and draft are offered and a reviewer's amendment is checked, and the decision is recorded for the
+   * session's own process to run, as any other action's.
    */
   readonly kinds?: Kinds | undefined
   /** How often the change feed is read (default 250 milliseconds). */
@@ -120,7 +122,7 @@ export interface Options<Kinds extends ReadonlyArray<ActionKind.Any>> {
 }
 
 const optionsSpec: OptionsSpec = {
-  kinds,
+  kinds: contracts,
   pollInterval: duration,
   sweepInterval: duration,
   idleSessionTimeout: duration,
@@ -152,7 +154,7 @@ export declare namespace Inbox {
    * @category models
    */
   export interface Service {
-    /** The kinds this inbox registers (it runs their decisions itself). */
+    /** The kinds this inbox runs (it runs their decisions itself); not the contracts it only reads. */
     readonly kinds: ReadonlyArray<string>
     /** A page of the actions in the reviewer's sessions, filtered, with the badge's counts. */
     readonly list: (
@@ -206,7 +208,7 @@ export class Inbox extends Context.Tag("effect-resolve/inbox/Inbox")<Inbox, Inbo
    * @since 0.3.0
    * @category layers
    */
-  static readonly layer = <const Kinds extends ReadonlyArray<ActionKind.Any> = []>(
+  static readonly layer = <const Kinds extends ReadonlyArray<ActionKind.AnyContract> = []>(
     options: Options<Kinds> = {}
   ): Layer.Layer<Inbox, InvalidOptions, PendingStore | ActionKind.Requirements<Kinds>> =>
     Layer.scoped(
@@ -330,12 +332,14 @@ const outcomeMax = 4_000
  */
 export const make = (
   store: PendingStore.Service,
-  kinds: ReadonlyArray<ActionKind.Any>,
+  kinds: ReadonlyArray<ActionKind.AnyContract>,
   kindContext: Context.Context<never>,
-  options: Options<ReadonlyArray<ActionKind.Any>> = {}
+  options: Options<ReadonlyArray<ActionKind.AnyContract>> = {}
 ): Effect.Effect<Inbox.Service, never, Scope.Scope> =>
   Effect.gen(function*() {
+    // Every kind it knows (what lists, decodes and checks amendments), and those it runs (what has handlers).
     const registered = new Map(kinds.map((kind) => [kind.name, kind] as const))
+    const runnable = new Map(kinds.filter(ActionKind.isRunnable).map((kind) => [kind.name, kind] as const))
     const clock = yield* Effect.clock
     const now = () => clock.unsafeCurrentTimeMillis()
     const scope = yield* Effect.scope
@@ -348,7 +352,7 @@ export const make = (
         Layer.build(
           ResolveRuntime.layerDurable({
             session,
-            kinds,
+            kinds: [...runnable.values()],
             retention: "keep-all",
             ...(options.lease === undefined ? {} : { lease: options.lease })
           }).pipe(Layer.provideMerge(storeLayer))
@@ -398,7 +402,7 @@ export const make = (
         snoozedUntil: Option.filter(listed.snoozedUntil, (until) => until > at),
         outcome: Option.fromNullable(record.outcome),
         requested: Option.map(listed.requested, viewOf),
-        runsHere: kind !== undefined,
+        runsHere: runnable.has(record.kind),
         amendable: kind?.amendment !== undefined,
         previewLength: record.preview.length,
         ...diffStats(record.id, record.preview)
@@ -456,7 +460,7 @@ export const make = (
             Effect.succeed(found)
       )
 
-    const amendmentSchemaOf = (kind: ActionKind.Any | undefined): Option.Option<unknown> => {
+    const amendmentSchemaOf = (kind: ActionKind.AnyContract | undefined): Option.Option<unknown> => {
       if (kind?.amendment === undefined) return Option.none()
       try {
         return Option.some(JSONSchema.make(kind.amendment))
@@ -466,7 +470,7 @@ export const make = (
     }
 
     /** The kind's draft of an amendment for this record, when it has one and the payload decodes. */
-    const amendmentDraftOf = (kind: ActionKind.Any | undefined, payload: unknown): Option.Option<unknown> => {
+    const amendmentDraftOf = (kind: ActionKind.AnyContract | undefined, payload: unknown): Option.Option<unknown> => {
       if (kind?.amendment === undefined || kind.amendmentDraft === undefined) return Option.none()
       const draft = kind.amendmentDraft
       return Option.flatMap(Schema.decodeUnknownOption(kind.payload)(payload), (decoded) => {
@@ -554,7 +558,7 @@ export const make = (
         }
         const params = { action: decision.action, reason: decision.reason, id: decision.actionId } as const
         const program = decision.action === "apply" && decision.amendment !== null ?
-          ActionKind.withAmendment(resolve(params), {
+          resolveAmended(params, {
             actionId: decision.actionId,
             reviewer: decision.reviewer,
             encoded: decision.amendment
@@ -704,7 +708,7 @@ export const make = (
         const listed = yield* listedOne(reviewer, id)
         const record = listed.record
         if (request.action === "snooze") return yield* snooze(reviewer, listed, request.until)
-        if (request.action === "apply" && record.status === "orphaned" && !registered.has(record.kind)) {
+        if (request.action === "apply" && record.status === "orphaned" && !runnable.has(record.kind)) {
           return yield* notDecidable(record)
         }
         const amendment = request.action === "apply" && request.amendment !== undefined ?
@@ -797,7 +801,7 @@ export const make = (
           ran++
         } else if (
           record.status !== "resolving" &&
-          (registered.has(record.kind) || record.status === "orphaned" || record.status === "unreadable")
+          (runnable.has(record.kind) || record.status === "orphaned" || record.status === "unreadable")
         ) {
           const outcome = yield* run(decision)
           if (outcome.outcome !== "requested") ran++
@@ -857,7 +861,7 @@ export const make = (
       })
 
     return Inbox.of({
-      kinds: [...registered.keys()],
+      kinds: [...runnable.keys()],
       list,
       get,
       counts: (reviewer) => Effect.mapError(countsOf(scopeOf(reviewer, undefined), now()), storeFailed),

@@ -164,12 +164,33 @@ export const amendPayload = (payload: EditPayload, amendment: EditAmendment): Ef
 }
 
 /**
- * The durable kind of an edit: its payload holds the paths, the SHA-256 of the bytes the preview read and the bytes
- * to write, so a restarted process can apply it, and `recover` can tell from the files whether a crashed apply
- * wrote them. It declares `EditAmendment`: a reviewer may replace the text of the edit's files before applying (after
- * a crash during an amended apply, `recover` finds the files neither as previewed nor as read, and leaves the
- * action for a person). A durable session that stages edits registers it: `ResolveRuntime.layerDurable({ kinds: [kind], ... })`,
- * with `FileEditPreview.layer(...)` and a `FileSystem` (`NodeContext.layer`) provided to it.
+ * The contract of the edit kind: its name, `EditPayload` and the `EditAmendment` a reviewer may make, with its
+ * draft. No requirements: an approval inbox that only lists and checks edits (another process applies them) takes
+ * it instead of `kind`.
+ *
+ * @since 0.4.0
+ * @category kinds
+ */
+export const contract: ActionKind.Contract<
+  EditPayload,
+  typeof EditPayload.Encoded,
+  EditAmendment,
+  typeof EditAmendment.Encoded
+> = ActionKind.contract({
+  name: "edit",
+  payload: EditPayload,
+  amendment: EditAmendment,
+  amendmentDraft
+})
+
+/**
+ * The durable kind of an edit (`contract` with its handlers): its payload holds the paths, the SHA-256 of the bytes
+ * the preview read and the bytes to write, so a restarted process can apply it, and `recover` can tell from the
+ * files whether a crashed apply wrote them. It declares `EditAmendment`: a reviewer may replace the text of the
+ * edit's files before applying (`call.amendment`; after a crash during an amended apply, `recover` finds the files
+ * neither as previewed nor as read, and leaves the action for a person). A durable session that stages edits
+ * registers it: `ResolveRuntime.layerDurable({ kinds: [kind], ... })`, with `FileEditPreview.layer(...)` and a
+ * `FileSystem` (`NodeContext.layer`) provided to it.
  *
  * @since 0.2.0
  * @category kinds
@@ -178,30 +199,16 @@ export const kind: ActionKind.ActionKind<
   EditPayload,
   typeof EditPayload.Encoded,
   ToolError | EditWriteFailed | EditFileLocked,
-  FileSystem.FileSystem | Workspace
-> = ActionKind.make({
-  name: "edit",
-  payload: EditPayload,
-  amendment: EditAmendment,
-  amendmentDraft,
+  FileSystem.FileSystem | Workspace,
+  EditAmendment,
+  typeof EditAmendment.Encoded
+> = ActionKind.implement(contract, {
   apply: (payload, call) =>
-    Effect.flatMap(
-      Effect.mapError(
-        ActionKind.amendmentOf(kind, call),
-        (error) =>
-          new ToolError({
-            message: `The reviewer's amendment does not decode (${error.message}); nothing was written.`
-          })
-      ),
-      Option.match({
-        onNone: () => applyEdit(payload, call.reason),
-        onSome: (amendment) =>
-          Effect.flatMap(
-            amendPayload(payload, amendment as EditAmendment),
-            (amended) => applyEdit(amended, call.reason)
-          )
-      })
-    ),
+    Option.match(call.amendment, {
+      onNone: () => applyEdit(payload, call.reason),
+      onSome: (amendment) =>
+        Effect.flatMap(amendPayload(payload, amendment), (amended) => applyEdit(amended, call.reason))
+    }),
   reject: (payload, call) => Effect.succeed(Option.some(discardedResult(payload, call.reason))),
   recover: (payload) => recoverEdit(payload)
 })

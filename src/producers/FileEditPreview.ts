@@ -66,7 +66,7 @@ export {
   type FileEditError,
   InvalidEditParams
 } from "./EditErrors.js"
-export { amendPayload, EditAmendment, EditFile, EditPayload, type EditSummary, kind } from "./EditKind.js"
+export { amendPayload, contract, EditAmendment, EditFile, EditPayload, type EditSummary, kind } from "./EditKind.js"
 export { decodeEditParams, EditParams, FileEdits, parametersJsonSchema, Replacement } from "./EditParams.js"
 export { editLabel, preview, previewHeadline } from "./EditPreview.js"
 export { defaultLimits, layer, Workspace, type WorkspaceConfig } from "./EditWorkspace.js"

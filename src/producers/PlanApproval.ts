@@ -341,7 +341,17 @@ const readPlan = (
 }
 
 /**
- * The durable kind of a plan approval (standing: it neither forces `resolve` nor gates other tools). `apply` reads
+ * The contract of the plan-approval kind: its name and payload, standing (it neither forces `resolve` nor gates
+ * other tools), no amendment. No requirements: an approval inbox that only lists plan approvals takes it.
+ *
+ * @since 0.4.0
+ * @category kinds
+ */
+export const contract = ActionKind.contract({ name: "plan", payload: PlanPayload, standing: true })
+
+/**
+ * The durable kind of a plan approval (`contract` with its handlers; standing: it neither forces `resolve` nor gates
+ * other tools). `apply` reads
  * the plan, derives its title and asks the `Approver`: approved, the action is applied; refused, `apply` fails with
  * a `ToolError` carrying the feedback ("Plan refinement requested ..."), so the action stays pending and the mode
  * goes on. After a crash during an approval, it is pending again (`recover`): the approval is asked again.
@@ -349,10 +359,7 @@ const readPlan = (
  * @since 0.2.0
  * @category kinds
  */
-export const kind = ActionKind.make({
-  name: "plan",
-  payload: PlanPayload,
-  standing: true,
+export const kind = ActionKind.implement(contract, {
   apply: ({ maxPlanBytes, planFilePath }, call) =>
     Effect.gen(function*() {
       const fs = yield* FileSystem.FileSystem

@@ -3,15 +3,31 @@
  * a staged action of that kind is plain data (`{ kind, payload }`), so a store can keep it and a restarted process
  * can run it. `recover` decides, from the world, what became of an action that a crashed process left `resolving`.
  *
+ * A kind comes in two parts, as `@effect/ai`'s `Tool` / `Toolkit.toLayer` and `@effect/cluster`'s `Entity` /
+ * `toLayer` split them (since 0.4.0): its **contract** (`contract`: the name, the payload Schema, what a reviewer may
+ * amend and the draft they start from) is data with no requirements, which an approval inbox can hold to list, decode
+ * and check actions it does not run; its **handlers** (`implement`: `apply`, `reject`, `recover`) make it runnable.
+ * `apply` gets a reviewer's amendment decoded, typed by the contract, as `call.amendment`. `make` does both at once.
+ *
  * @example
  * ```ts
  * import { Effect, Option, Schema } from "effect"
  * import { ActionKind, ToolResult } from "effect-resolve"
  *
- * const Deploy = ActionKind.make({
+ * // The contract: what an inbox needs to show and check a deploy, without what it takes to run one.
+ * const DeployContract = ActionKind.contract({
  *   name: "deploy",
  *   payload: Schema.Struct({ service: Schema.String }),
- *   apply: ({ service }, call) => Effect.succeed(ToolResult.text(`Deployed ${service} (${call.reason}).`)),
+ *   amendment: Schema.Struct({ service: Schema.String }),
+ *   amendmentDraft: ({ service }) => Option.some({ service })
+ * })
+ *
+ * // The handlers: the reviewer's amendment arrives decoded, typed `Option<{ readonly service: string }>`.
+ * const Deploy = ActionKind.implement(DeployContract, {
+ *   apply: (payload, call) => {
+ *     const { service } = Option.getOrElse(call.amendment, () => payload)
+ *     return Effect.succeed(ToolResult.text(`Deployed ${service} (${call.reason}).`))
+ *   },
  *   reject: () => Effect.succeed(Option.none()),
  *   recover: () => Effect.succeed("conflict") // a deploy cannot tell afterwards: a person looks
  * })
@@ -20,28 +36,27 @@
  * @since 0.2.0
  */
 import * as Effect from "effect/Effect"
-import * as FiberRef from "effect/FiberRef"
-import { dual } from "effect/Function"
-import { globalValue } from "effect/GlobalValue"
 import * as Option from "effect/Option"
 import type { ParseError } from "effect/ParseResult"
-import * as Schema from "effect/Schema"
+import type * as Schema from "effect/Schema"
 import type { ToolError } from "../domain/Errors.js"
 import type { Extra } from "../domain/ResolveParams.js"
 import type { ToolResult } from "../domain/ToolResult.js"
 
 /**
- * What a kind's `apply` or `reject` is called with: the action's id, the model's reason and `extra`, and which
- * claim of the action this is (1 for the first).
+ * What a kind's `apply` or `reject` is called with: the action's id, the model's reason and `extra`, which claim of
+ * the action this is (1 for the first), and (since 0.4.0) the reviewer's amendment of this very action, decoded with
+ * the contract's `amendment` Schema: `none` without one, always `none` for `reject` and for a model's `resolve`.
  *
  * @since 0.2.0
  * @category models
  */
-export interface Call {
+export interface Call<A = unknown> {
   readonly id: string
   readonly reason: string
   readonly extra: Extra
   readonly attempt: number
+  readonly amendment: Option.Option<A>
 }
 
 /**
@@ -54,61 +69,91 @@ export interface Call {
 export type Recovery = "applied" | "pending" | "conflict"
 
 /**
- * A durable kind of pending action.
+ * A kind's contract: what anything that stores, lists, decodes or checks its actions needs, and nothing it takes to
+ * run one (no requirements: an approval inbox can hold it without the kind's environment).
  *
  * - `payload`: a Schema whose encoded form is JSON; the staged payload is stored encoded and decoded before every
  *   call (a payload that no longer decodes makes the action `conflict` at recovery, and `apply` fail typed).
- * - `apply` may fail with anything, as a closure's `apply` (see `Preview.Spec`); wrap its irreversible part in
- *   `Preview.commit`.
- * - `reject` returns `Option.none()` for the default `Discarded: <label>. Reason: <reason>`.
- * - `recover` runs for an action a dead process left `resolving`; without it such an action becomes `conflict`. A
- *   `recover` that fails (it cannot tell now: a file still locked) leaves the action `resolving`, and the next start
- *   tries again.
  * - `standing`: the action neither forces `resolve` nor gates other tools, and `resolve` without an id does not
  *   pick it (plan approval: the model writes the plan first, then resolves).
  * - `amendment`: what a reviewer may change before applying (an approval inbox's "edit before apply"), a Schema
- *   whose encoded form is JSON. Without it the kind is applied as staged or not at all. A reviewer's amendment is
- *   checked against it before anything is recorded; `apply` reads it with `amendmentOf(kind, call)` (never from
- *   `call.extra`, which a model controls) and must give an amended action every guarantee of a plain one.
+ *   whose encoded form is JSON, decoded synchronously. Without it the kind is applied as staged or not at all. A
+ *   reviewer's amendment is checked against it before anything is recorded, and decoded again before `apply` runs
+ *   (`call.amendment`; a model's `extra` never is one). An amendment that no longer decodes (the Schema changed since
+ *   it was recorded) fails the `resolve` with `ApplyFailed` before the action is claimed: nothing changes.
  * - `amendmentDraft`: the amendment a reviewer starts from, encoded (what `apply` would write unamended, as an
  *   amendment): an approval inbox fills its editor with it. A draft of the form `{ files: [{ path, text }] }` gets
  *   one text box per file there.
  *
- * @since 0.2.0
+ * @since 0.4.0
  * @category models
  */
-export interface ActionKind<P, I, E, R> {
+export interface Contract<P, I, A = unknown, AI = unknown> {
   readonly name: string
   readonly payload: Schema.Schema<P, I>
-  readonly apply: (payload: P, call: Call) => Effect.Effect<ToolResult, E, R>
-  readonly reject?: (payload: P, call: Call) => Effect.Effect<Option.Option<ToolResult>, ToolError, R>
+  readonly standing?: boolean
+  readonly amendment?: Schema.Schema<A, AI>
+  readonly amendmentDraft?: (payload: P) => Option.Option<AI>
+}
+
+/**
+ * A kind's handlers, given to `implement` with its contract.
+ *
+ * - `apply` may fail with anything, as a closure's `apply` (see `Preview.Spec`); wrap its irreversible part in
+ *   `Preview.commit`. It must give an amended action (`call.amendment` is `some`) every guarantee of a plain one.
+ * - `reject` returns `Option.none()` for the default `Discarded: <label>. Reason: <reason>`.
+ * - `recover` runs for an action a dead process left `resolving`; without it such an action becomes `conflict`. A
+ *   `recover` that fails (it cannot tell now: a file still locked) leaves the action `resolving`, and the next start
+ *   tries again.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface Handlers<P, A, E, R> {
+  readonly apply: (payload: P, call: Call<A>) => Effect.Effect<ToolResult, E, R>
+  readonly reject?: (payload: P, call: Call<A>) => Effect.Effect<Option.Option<ToolResult>, ToolError, R>
   readonly recover?: (payload: P, record: { readonly id: string; readonly attempts: number }) => Effect.Effect<
     Recovery,
     unknown,
     R
   >
-  readonly standing?: boolean
-  readonly amendment?: Schema.Schema<any, any>
-  readonly amendmentDraft?: (payload: P) => Option.Option<unknown>
 }
 
 /**
- * Any kind, whatever its payload, errors and requirements.
+ * A durable kind of pending action, runnable: its contract and its handlers (see `Contract` and `Handlers`). `A` and
+ * `AI` are its amendment's types (`any` by default, so a kind annotated with four type parameters, as in 0.3, still
+ * checks).
  *
  * @since 0.2.0
  * @category models
  */
-export type Any = ActionKind<any, any, any, any>
+export interface ActionKind<P, I, E, R, A = any, AI = any> extends Contract<P, I, A, AI>, Handlers<P, A, E, R> {}
+
+/**
+ * Any kind, whatever its payload, amendment, errors and requirements.
+ *
+ * @since 0.2.0
+ * @category models
+ */
+export type Any = ActionKind<any, any, any, any, any, any>
+
+/**
+ * Any contract (a runnable kind is one too): what an approval inbox takes.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export type AnyContract = Contract<any, any, any, any>
 
 /**
  * What the kinds of a list need to run: the union of their requirements, and `never` for an empty list (since 0.4.0;
- * before, `kinds: []` or no kinds at all left `unknown` in a layer's requirements).
+ * before, `kinds: []` or no kinds at all left `unknown` in a layer's requirements) and for a contract.
  *
  * @since 0.2.0
  * @category models
  */
-export type Requirements<K extends ReadonlyArray<Any>> = K[number] extends infer Kind
-  ? Kind extends ActionKind<any, any, any, infer R> ? R : never
+export type Requirements<K extends ReadonlyArray<AnyContract>> = K[number] extends infer Kind
+  ? Kind extends ActionKind<any, any, any, infer R, any, any> ? R : never
   : never
 
 /**
@@ -120,16 +165,61 @@ export type Requirements<K extends ReadonlyArray<Any>> = K[number] extends infer
 export const closureKind = "closure"
 
 /**
- * Defines a kind (an identity function that checks the definition's types).
+ * Defines a kind's contract (an identity function that checks the definition's types): plain data and Schemas, no
+ * requirements. Give it to an approval inbox that only lists and checks such actions; `implement` makes it runnable.
+ *
+ * @since 0.4.0
+ * @category constructors
+ */
+export const contract = <P, I, A = unknown, AI = unknown>(contract: Contract<P, I, A, AI>): Contract<P, I, A, AI> =>
+  contract
+
+/**
+ * A runnable kind: `contract` with its `handlers`. Its `apply` gets the reviewer's amendment typed by the contract's
+ * `amendment` Schema (`call.amendment`).
+ *
+ * @since 0.4.0
+ * @category constructors
+ */
+export const implement = <P, I, A, AI, E = never, R = never>(
+  contract: Contract<P, I, A, AI>,
+  handlers: Handlers<P, A, E, R>
+): ActionKind<P, I, E, R, A, AI> => {
+  const kind: { -readonly [K in keyof ActionKind<P, I, E, R, A, AI>]: ActionKind<P, I, E, R, A, AI>[K] } = {
+    name: contract.name,
+    payload: contract.payload,
+    apply: handlers.apply
+  }
+  if (contract.standing !== undefined) kind.standing = contract.standing
+  if (contract.amendment !== undefined) kind.amendment = contract.amendment
+  if (contract.amendmentDraft !== undefined) kind.amendmentDraft = contract.amendmentDraft
+  if (handlers.reject !== undefined) kind.reject = handlers.reject
+  if (handlers.recover !== undefined) kind.recover = handlers.recover
+  return kind
+}
+
+/**
+ * Defines a kind, contract and handlers in one (an identity function that checks the definition's types).
  *
  * @since 0.2.0
  * @category constructors
  */
-export const make = <P, I, E = never, R = never>(kind: ActionKind<P, I, E, R>): ActionKind<P, I, E, R> => kind
+export const make = <P, I, E = never, R = never, A = unknown, AI = unknown>(
+  kind: ActionKind<P, I, E, R, A, AI>
+): ActionKind<P, I, E, R, A, AI> => kind
 
 /**
- * A reviewer's amendment of one action, as the process that runs the reviewer's decision passes it to the kind's
- * `apply`: the action's id, who amended it, and the amendment, encoded (the JSON that was recorded).
+ * Whether a kind (or contract) has handlers: what an approval inbox runs itself rather than leaving to the session.
+ *
+ * @since 0.4.0
+ * @category guards
+ */
+export const isRunnable = (kind: AnyContract): kind is Any => typeof (kind as Partial<Any>).apply === "function"
+
+/**
+ * A reviewer's amendment of one action, as the process that runs the reviewer's decision passes it to `resolve`
+ * (an internal option, never part of the parameters a model sends): the action's id, who amended it, and the
+ * amendment, encoded (the JSON that was recorded). The kind decodes it for `apply` (`call.amendment`).
  *
  * @since 0.3.0
  * @category models
@@ -141,48 +231,13 @@ export interface Amendment {
 }
 
 /**
- * The amendment the current fiber applies with, if any: set only by `withAmendment` (an approval inbox, or a
- * session running a reviewer's decision), never by a model's `resolve` call, whose `extra` a model controls.
+ * The reviewer's amendment of this call's action: `call.amendment`, already decoded.
  *
+ * @deprecated since 0.4.0: read `call.amendment` (decoded before `apply` runs, typed by the contract).
  * @since 0.3.0
  * @category amendments
  */
-export const currentAmendment: FiberRef.FiberRef<Option.Option<Amendment>> = globalValue(
-  Symbol.for("effect-resolve/ActionKind/currentAmendment"),
-  () => FiberRef.unsafeMake(Option.none<Amendment>())
-)
-
-/**
- * Runs `effect` (a `resolve` of the amended action) with a reviewer's amendment for the kind's `apply` to read.
- *
- * @since 0.3.0
- * @category amendments
- */
-export const withAmendment: {
-  (amendment: Amendment): <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E, R>
-  <A, E, R>(effect: Effect.Effect<A, E, R>, amendment: Amendment): Effect.Effect<A, E, R>
-} = dual(
-  2,
-  <A, E, R>(effect: Effect.Effect<A, E, R>, amendment: Amendment) =>
-    Effect.locally(effect, currentAmendment, Option.some(amendment))
-)
-
-/**
- * What `apply` reads to honour an amendment: the reviewer's amendment of this very call's action, decoded with the
- * kind's `amendment` Schema; `none` when there is none (or the kind declares no amendment). A failure when it does
- * not decode: it was checked before it was recorded, so the kind's Schema changed since.
- *
- * @since 0.3.0
- * @category amendments
- */
-export const amendmentOf = <P, I, E, R>(
-  kind: ActionKind<P, I, E, R>,
-  call: Call
-): Effect.Effect<Option.Option<unknown>, ParseError> =>
-  Effect.flatMap(FiberRef.get(currentAmendment), (current) => {
-    const schema = kind.amendment
-    if (schema === undefined || Option.isNone(current) || current.value.actionId !== call.id) {
-      return Effect.succeed(Option.none())
-    }
-    return Effect.map(Schema.decodeUnknown(schema)(current.value.encoded), Option.some)
-  })
+export const amendmentOf = <P, I, E, R, A>(
+  _kind: ActionKind<P, I, E, R, A, any>,
+  call: Call<A>
+): Effect.Effect<Option.Option<A>, ParseError> => Effect.succeed(call.amendment)

@@ -142,6 +142,19 @@ export type Fallback<E, R> = (
 ) => Effect.Effect<ToolResult.ToolResult, E, R>
 
 /**
+ * What the process running a reviewer's decision passes to `resolveOr` besides the parameters (which a model
+ * controls): `amendment`, the reviewer's amendment of the action it names, decoded with the kind's `amendment`
+ * Schema before the claim and given to `apply` as `call.amendment` (ignored for another action, a discard, or a kind
+ * that takes none; one that no longer decodes fails with `ApplyFailed` and changes nothing).
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface ResolveOptions {
+  readonly amendment?: ActionKind.Amendment | undefined
+}
+
+/**
  * @since 0.2.0
  * @category tags
  */
@@ -186,10 +199,12 @@ export declare namespace PendingActions {
      * else the most recent pending one, else runs `fallback`. The action is claimed exactly once (across processes
      * with a store), its callback runs interruptibly, and it ends `applied` / `discarded`, or `pending` again when
      * the callback failed or was interrupted before `PendingAction.commit` (a failure steers the reminder again).
+     * `options` carries what only the process running a reviewer's decision passes (see `ResolveOptions`).
      */
     readonly resolveOr: <E, R>(
       params: ResolveParams,
-      fallback: Fallback<E, R>
+      fallback: Fallback<E, R>,
+      options?: ResolveOptions
     ) => Effect.Effect<ToolResult.ToolResult, ResolveError | E, R>
     /** Whether an action that forces `resolve` is pending (or being resolved): the turn driver's gate. */
     readonly hasPending: Effect.Effect<boolean>
@@ -482,7 +497,7 @@ export const make = (
       store: Option.fromNullable(store),
       stage: (spec) => Staging.stage(s, spec),
       stageKind: (kind, payload, info) => Staging.stageKind(s, kind, payload, info),
-      resolveOr: (params, fallback) => Resolving.resolveOr(s, params, fallback),
+      resolveOr: (params, fallback, options) => Resolving.resolveOr(s, params, fallback, options),
       hasPending: Effect.sync(() => PendingSet.mostRecent(s) !== undefined),
       staged: Effect.sync(() => s.stagedTotal),
       list: store === undefined ? PendingSet.list(s) : StoreMirror.list(s, store),

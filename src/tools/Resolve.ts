@@ -29,7 +29,8 @@ import { InvalidResolveParams, NoPendingAction, type UnknownTool } from "../doma
 import { limits, type ResolveError, ResolveParams } from "../domain/ResolveParams.js"
 import * as ToolResult from "../domain/ToolResult.js"
 import { loneSurrogate, show, tooDeepField, valueAt } from "../internal/untrusted.js"
-import { PendingActions } from "../services/PendingActions.js"
+import type * as ActionKind from "../services/ActionKind.js"
+import { PendingActions, type ResolveOptions } from "../services/PendingActions.js"
 import { withResolveDetails } from "../services/Preview.js"
 import { ResolveConfig } from "../services/ResolveConfig.js"
 import { StandingResolveHandler } from "../services/StandingResolveHandler.js"
@@ -258,9 +259,41 @@ export const resolve = (
   return checked !== undefined ? resolveDecoded(checked) : Effect.flatMap(decodeResolveParams(params), resolveDecoded)
 }
 
+/**
+ * `resolve`, run for a reviewer who amended the action (what replaces 0.3's `ActionKind.withAmendment`): the action
+ * `amendment.actionId` names is applied with the amendment, decoded with its kind's `amendment` Schema before it is
+ * claimed and given to `apply` as `call.amendment`. Only the process running the reviewer's decision calls this (an
+ * approval inbox, a session running a recorded decision); a model's `resolve` has no way to pass an amendment, its
+ * `extra` is never one. An amendment that no longer decodes fails with `ApplyFailed`, and nothing changes.
+ *
+ * @since 0.4.0
+ * @category programs
+ */
+export const resolveAmended = (
+  params: Omit<ResolveParams, "id" | "action">,
+  amendment: ActionKind.Amendment
+): Effect.Effect<ToolResult.ToolResult, ResolveError | InvalidResolveParams, ResolveServices> =>
+  resolveWith({ ...params, action: "apply", id: amendment.actionId }, { amendment })
+
+/**
+ * `resolve` with what only the process running a reviewer's decision passes (see `PendingActions.ResolveOptions`).
+ *
+ * @internal
+ */
+export const resolveWith = (
+  params: ResolveParams,
+  options: ResolveOptions
+): Effect.Effect<ToolResult.ToolResult, ResolveError | InvalidResolveParams, ResolveServices> => {
+  const checked = decodeCommon(params)
+  return checked !== undefined ?
+    resolveDecoded(checked, options) :
+    Effect.flatMap(decodeResolveParams(params), (decoded) => resolveDecoded(decoded, options))
+}
+
 /** `resolve` on parameters already decoded. */
 const resolveDecoded = (
-  params: ResolveParams
+  params: ResolveParams,
+  options?: ResolveOptions
 ): Effect.Effect<ToolResult.ToolResult, ResolveError, ResolveServices> =>
   // Untraced: a span per call cost about 8 µs and a captured stack 12 µs more (bench/); the turn driver's
   // tool-call span already covers a resolve call. (No `annotateCurrentSpan` either: without a span it fails
@@ -268,7 +301,7 @@ const resolveDecoded = (
   // either: it cost about 2 µs a call (bench/).
   Effect.withFiberRuntime((fiber) => {
     const context = fiber.getFiberRef(FiberRef.currentContext) as Context.Context<ResolveServices>
-    return Context.get(context, PendingActions).resolveOr(params, (last) => fallback(context, params, last))
+    return Context.get(context, PendingActions).resolveOr(params, (last) => fallback(context, params, last), options)
   })
 
 // Nothing pending: a generic directive's handler in flight, else the standing handler, else `NoPendingAction`

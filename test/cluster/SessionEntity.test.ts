@@ -26,13 +26,22 @@ import {
 import { ActionKind, PendingActions, PendingStore, PendingStoreError, stageKind, ToolResult } from "../../src/index.js"
 import { SqlPendingStore } from "../../src/sqlite.js"
 
-/** A durable kind whose apply records its line (applied exactly once: the list shows it once). */
+/**
+ * A durable kind whose apply records its line (applied exactly once: the list shows it once), or the line a person's
+ * `amend` gave (its amendment Schema: a trimmed line).
+ */
 const makeNotes = () => {
   const applied: Array<string> = []
   const Note = ActionKind.make({
     name: "note",
     payload: Schema.Struct({ line: Schema.String }),
-    apply: ({ line }) => Effect.sync(() => (applied.push(line), ToolResult.text(`Noted ${line}.`)))
+    amendment: Schema.Trim,
+    apply: ({ line }, call) =>
+      Effect.sync(() => {
+        const written = Option.getOrElse(call.amendment, () => line)
+        applied.push(written)
+        return ToolResult.text(`Noted ${written}.`)
+      })
   })
   const NoteTool = Tool.make("note", {
     description: "Stage a note; resolve applies it.",
@@ -182,6 +191,34 @@ describe("Session entity", () => {
       yield* second.stop
     }).pipe(Effect.provide(layer))
   })
+
+  it.live("a person amends an action: its apply gets the amendment decoded with the kind's Schema", () =>
+    Effect.gen(function*() {
+      const decided = yield* Deferred.make<void>()
+      const { layer, notes } = setup([
+        ScriptedModel.toolCall("note", { line: "d" }),
+        Effect.as(Deferred.await(decided), resolveCall("apply")),
+        "Done."
+      ])
+      return yield* Effect.gen(function*() {
+        const runner = yield* activate
+        const session = yield* runner.client("s3a")
+        const running = yield* Effect.fork(session.Run({ runId: "run-4a", prompt: "Note d." }))
+        yield* requestsReach(2)
+        const [action] = (yield* session.List({})).items
+        const reply = yield* session.Decide({
+          id: action!.id,
+          decision: "amend",
+          reason: "Louder.",
+          by: "alice",
+          amendment: "  D!  "
+        })
+        assert.deepStrictEqual(reply, { id: action!.id, status: "applied", text: "Noted D!.", settledBefore: false })
+        yield* Deferred.succeed(decided, void 0)
+        yield* Fiber.join(running)
+        assert.deepStrictEqual(notes.applied, ["D!"])
+      }).pipe(Effect.provide(layer))
+    }))
 
   it.live("a person decides an action while the run is in progress: applied once, the model told", () =>
     Effect.gen(function*() {

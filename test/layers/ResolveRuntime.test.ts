@@ -1,3 +1,4 @@
+import type * as FileSystem from "@effect/platform/FileSystem"
 import { assert, describe, it } from "@effect/vitest"
 import { deepStrictEqual } from "@effect/vitest/utils"
 import { Deferred, Effect, Layer, ManagedRuntime, Option, Ref, Schema } from "effect"
@@ -21,6 +22,8 @@ import {
   ToolChoiceQueue,
   ToolResult
 } from "../../src/index.js"
+import * as FileEditPreview from "../../src/producers/FileEditPreview.js"
+import * as PlanApproval from "../../src/producers/PlanApproval.js"
 import { makeMemory } from "../../src/services/PendingStore.js"
 
 /** A session runtime, disposed after `f` whatever happens. */
@@ -228,5 +231,21 @@ describe("ResolveRuntime.layerDurable's requirements", () => {
     const provided = none.pipe(Layer.provideMerge(PendingStore.layerMemory))
     expectTypeOf<Needs<typeof provided>>().toEqualTypeOf<never>()
     assert.isTrue(Layer.isLayer(provided))
+  })
+
+  it("a contract needs nothing; a kind needs what its handlers use", () => {
+    type Needs<L> = L extends Layer.Layer<infer _A, infer _E, infer R> ? R : never
+    expectTypeOf<ActionKind.Requirements<[typeof FileEditPreview.contract, typeof PlanApproval.contract]>>()
+      .toEqualTypeOf<never>()
+    expectTypeOf<ActionKind.Requirements<[typeof FileEditPreview.kind]>>().toEqualTypeOf<
+      FileSystem.FileSystem | FileEditPreview.Workspace
+    >()
+    const _edits = ResolveRuntime.layerDurable({ session: "s", kinds: [FileEditPreview.kind] })
+    expectTypeOf<Needs<typeof _edits>>().toEqualTypeOf<
+      PendingStore | FileSystem.FileSystem | FileEditPreview.Workspace
+    >()
+    assert.isFalse(ActionKind.isRunnable(FileEditPreview.contract))
+    assert.isTrue(ActionKind.isRunnable(FileEditPreview.kind))
+    assert.strictEqual(FileEditPreview.kind.amendment, FileEditPreview.contract.amendment)
   })
 })

@@ -3,7 +3,7 @@
  * registers; and `request`, an HTTP client on `node:http` that sends exactly the headers it is given (a `Host` or
  * `Origin` of the test's choosing, which `fetch` would not send).
  */
-import { Effect, Exit, Layer, Redacted, Schema, Scope } from "effect"
+import { Effect, Exit, Layer, Option, Redacted, Schema, Scope } from "effect"
 import * as fs from "node:fs"
 import * as http from "node:http"
 import { Inbox } from "../../src/inbox/Inbox.js"
@@ -28,22 +28,21 @@ export const testTokens: ReadonlyArray<Token> = [
  * A durable kind for the tests: applying appends `<text>` (or the reviewer's amended text) to `log`; its amendment
  * is `{ text }`.
  */
-export const noteKind = (log: string) => {
-  const Note: ActionKind.ActionKind<{ readonly text: string }, { readonly text: string }, never, never> = ActionKind
-    .make({
-      name: "note",
-      payload: Schema.Struct({ text: Schema.String }),
-      amendment: Schema.Struct({ text: Schema.String.pipe(Schema.maxLength(1000)) }),
-      apply: ({ text }, call) =>
-        Effect.gen(function*() {
-          const amended = yield* Effect.orDie(ActionKind.amendmentOf(Note, call))
-          const written = amended._tag === "Some" ? (amended.value as { readonly text: string }).text : text
-          fs.appendFileSync(log, `${written}\n`)
-          return ToolResult.text(`Noted ${written} (${call.reason})`)
-        })
-    })
-  return Note
-}
+export const noteContract = ActionKind.contract({
+  name: "note",
+  payload: Schema.Struct({ text: Schema.String }),
+  amendment: Schema.Struct({ text: Schema.String.pipe(Schema.maxLength(1000)) })
+})
+
+export const noteKind = (log: string) =>
+  ActionKind.implement(noteContract, {
+    apply: ({ text }, call) =>
+      Effect.sync(() => {
+        const written = Option.getOrElse(Option.map(call.amendment, (amended) => amended.text), () => text)
+        fs.appendFileSync(log, `${written}\n`)
+        return ToolResult.text(`Noted ${written} (${call.reason})`)
+      })
+  })
 
 export interface Running {
   readonly url: string
@@ -59,7 +58,7 @@ export interface Running {
 /** Starts an inbox; `close` stops it (and its sessions). */
 export const startInbox = async (options: {
   readonly store: Layer.Layer<PendingStore, unknown>
-  readonly kinds?: ReadonlyArray<ActionKind.Any>
+  readonly kinds?: ReadonlyArray<ActionKind.AnyContract>
   readonly server?: ServerOptions
   /** What the kinds need (a workspace and file system for the edit kind). */
   readonly requirements?: Layer.Layer<any, unknown>

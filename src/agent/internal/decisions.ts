@@ -23,8 +23,7 @@ import { isTerminal } from "../../domain/PendingRecord.js"
 import type { SteeringMessage } from "../../domain/SteeringMessage.js"
 import * as ToolResult from "../../domain/ToolResult.js"
 import { capText, messageOf } from "../../internal/render.js"
-import * as ActionKind from "../../services/ActionKind.js"
-import { resolve } from "../../tools/Resolve.js"
+import { resolve, resolveAmended } from "../../tools/Resolve.js"
 import type { Session } from "./session.js"
 
 /** The steering message's `customType`. */
@@ -66,7 +65,7 @@ const runOne = (session: Session, decision: Decision): Effect.Effect<Option.Opti
     const store = session.store!
     const params = { action: decision.action, reason: decision.reason, id: decision.actionId } as const
     const program = decision.action === "apply" && decision.amendment !== null ?
-      ActionKind.withAmendment(resolve(params), {
+      resolveAmended(params, {
         actionId: decision.actionId,
         reviewer: decision.reviewer,
         encoded: decision.amendment

@@ -19,7 +19,12 @@ import { messageOf, safeInstanceOf, safely, UnprintableFailure } from "../../int
 export interface Callbacks<E, R> {
   readonly label: string
   readonly sourceToolName: string
-  readonly apply: (reason: string, extra: Extra) => Effect.Effect<ToolResult.ToolResult, E, R>
+  /** `amendment`: the reviewer's amendment, decoded (a closure ignores it; a kind passes it on as `call.amendment`). */
+  readonly apply: (
+    reason: string,
+    extra: Extra,
+    amendment: Option.Option<unknown>
+  ) => Effect.Effect<ToolResult.ToolResult, E, R>
   readonly reject?: (reason: string, extra: Extra) => Effect.Effect<Option.Option<ToolResult.ToolResult>, ToolError, R>
 }
 
@@ -127,13 +132,17 @@ const call = <A, E, R>(f: () => Effect.Effect<A, E, R>): Effect.Effect<A, E, R> 
 
 const noReject = Effect.succeed(Option.none<ToolResult.ToolResult>())
 
-/** The callback of an invocation: `apply`'s result, or `reject`'s `Option` (none without `reject`). */
+/**
+ * The callback of an invocation: `apply`'s result (given the reviewer's decoded `amendment`), or `reject`'s `Option`
+ * (none without `reject`).
+ */
 export const attempt = <E, R>(
   spec: Callbacks<E, R>,
-  invocation: ResolveInvocation
+  invocation: ResolveInvocation,
+  amendment: Option.Option<unknown> = Option.none()
 ): Effect.Effect<ToolResult.ToolResult | Option.Option<ToolResult.ToolResult>, unknown, R> => {
   const extra = invocation.extra ?? {}
-  if (invocation.action === "apply") return call(() => spec.apply(invocation.reason, extra))
+  if (invocation.action === "apply") return call(() => spec.apply(invocation.reason, extra, amendment))
   return spec.reject === undefined ? noReject : call(() => spec.reject!(invocation.reason, extra))
 }
 

@@ -9,7 +9,9 @@
 import type * as Context from "effect/Context"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
+import type * as Either from "effect/Either"
 import * as Option from "effect/Option"
+import type { ParseError } from "effect/ParseResult"
 import * as PubSub from "effect/PubSub"
 import type * as Queue from "effect/Queue"
 import * as Schedule from "effect/Schedule"
@@ -31,6 +33,11 @@ import { type RetentionPlan, settledInStore } from "./retention.js"
 export interface Runner {
   readonly callbacks: Invocation.Callbacks<unknown, unknown>
   readonly context: Context.Context<unknown>
+  /**
+   * A durable kind's amendment Schema, decoding a reviewer's encoded amendment (synchronously) before the action is
+   * claimed; `undefined` for a closure and for a kind that takes no amendment (an amendment is then ignored).
+   */
+  readonly decodeAmendment?: ((encoded: unknown) => Either.Either<unknown, ParseError>) | undefined
 }
 
 /**

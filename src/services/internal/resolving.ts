@@ -9,11 +9,14 @@
  */
 import * as Cause from "effect/Cause"
 import * as Effect from "effect/Effect"
+import * as Either from "effect/Either"
 import type * as Fiber from "effect/Fiber"
 import * as FiberRef from "effect/FiberRef"
 import { globalValue } from "effect/GlobalValue"
 import * as Option from "effect/Option"
+import * as ParseResult from "effect/ParseResult"
 import {
+  ApplyFailed,
   PendingActionElsewhere,
   PendingActionNotPending,
   type PendingStoreError,
@@ -26,7 +29,7 @@ import * as ToolResult from "../../domain/ToolResult.js"
 import { capText, messageOf, safely } from "../../internal/render.js"
 import type { ActionRecords } from "../ActionRecords.js"
 import type { InstanceLeases } from "../InstanceLeases.js"
-import type { Fallback } from "../PendingActions.js"
+import type { Fallback, ResolveOptions } from "../PendingActions.js"
 import { SessionOwnership } from "../SessionOwnership.js"
 import { judge } from "./instanceLease.js"
 import * as Invocation from "./invocation.js"
@@ -108,9 +111,10 @@ const runClaimed = (
   runner: Runner,
   invocation: ResolveParams,
   restore: Restore,
-  fiber: Fiber.RuntimeFiber<unknown, unknown>
+  fiber: Fiber.RuntimeFiber<unknown, unknown>,
+  amendment: Option.Option<unknown>
 ): Effect.Effect<ToolResult.ToolResult, ResolveError> => {
-  const run = Invocation.attempt(runner.callbacks, invocation)
+  const run = Invocation.attempt(runner.callbacks, invocation, amendment)
   // Providing the staging context merges it into the caller's (about 3.5 µs, bench/); the usual caller (the same
   // fiber or runtime stages and resolves) already runs with that very context.
   const inContext = fiber.getFiberRef(FiberRef.currentContext) === runner.context ?
@@ -166,7 +170,9 @@ const claimInStore = (
   invocation: ResolveParams,
   restore: Restore,
   fiber: Fiber.RuntimeFiber<unknown, unknown>,
-  store: ActionRecords.Service
+  store: ActionRecords.Service,
+  amendment: Option.Option<unknown>,
+  options: ResolveOptions
 ): Effect.Effect<ToolResult.ToolResult, ResolveError> => {
   const at = s.now()
   return Effect.matchCauseEffect(store.claim({ id: entry.id, owner: s.owner, leaseUntil: at + s.lease, now: at }), {
@@ -196,7 +202,7 @@ const claimInStore = (
       }
       if (Option.isSome(claimed)) {
         entry.attempts = claimed.value.attempts
-        return runClaimed(s, entry, runner, invocation, restore, fiber)
+        return runClaimed(s, entry, runner, invocation, restore, fiber, amendment)
       }
       // Another process won, or the record left `pending` meanwhile: take the store's view, and say why. A
       // record still `pending` refused a claim only because it expired.
@@ -210,7 +216,7 @@ const claimInStore = (
         if (entry.status === "pending") expire(s, entry)
         // Another process took it for orphaned (this one's lease lapsed): this process still runs it, unless it
         // was cleared meanwhile.
-        if (entry.status === "orphaned" && !dropped) return revive(s, entry, invocation, store)
+        if (entry.status === "orphaned" && !dropped) return revive(s, entry, invocation, store, options)
         return Effect.zipRight(
           honourDrop(s, entry, dropped),
           Effect.zipRight(payOwed(s), Effect.suspend(() => Effect.fail(notPending(s, entry))))
@@ -255,7 +261,8 @@ const revive = (
   s: State,
   entry: Entry,
   invocation: ResolveParams,
-  store: ActionRecords.Service
+  store: ActionRecords.Service,
+  options: ResolveOptions
 ): Effect.Effect<ToolResult.ToolResult, ResolveError> =>
   Effect.flatMap(
     store.transition({ id: entry.id, from: ["orphaned"], to: "pending", stager: s.owner, now: s.now() }),
@@ -264,12 +271,12 @@ const revive = (
         entry.status = "pending"
         entry.stager = s.owner
         publish(s, entry)
-        return invoke(s, entry, invocation)
+        return invoke(s, entry, invocation, options)
       }
       return Effect.zipRight(
         reread(s, entry, store),
         Effect.suspend(() =>
-          entry.status === "pending" ? invoke(s, entry, invocation) : Effect.fail(notPending(s, entry))
+          entry.status === "pending" ? invoke(s, entry, invocation, options) : Effect.fail(notPending(s, entry))
         )
       )
     }
@@ -306,11 +313,46 @@ const notRunnableHere = (
 // Resolving
 // ---------------------------------------------------------------------------------------------------------------
 
+/**
+ * The reviewer's amendment for this call, decoded with the kind's Schema: `none` without one, for a discard, for
+ * another action's amendment, or for a kind that takes none; `ApplyFailed` when it no longer decodes (checked before
+ * the claim: nothing changes).
+ */
+const amendmentFor = (
+  entry: Entry,
+  runner: Runner,
+  invocation: ResolveParams,
+  options: ResolveOptions
+): Either.Either<Option.Option<unknown>, ApplyFailed> => {
+  const amendment = options.amendment
+  const decode = runner.decodeAmendment
+  if (
+    amendment === undefined || decode === undefined || invocation.action !== "apply" || amendment.actionId !== entry.id
+  ) return Either.right(Option.none())
+  return Either.match(decode(amendment.encoded), {
+    onRight: (decoded) => Either.right(Option.some(decoded)),
+    onLeft: (error) =>
+      Either.left(
+        new ApplyFailed({
+          label: entry.label,
+          sourceToolName: entry.sourceToolName,
+          detail: `the reviewer's amendment (by ${
+            capText(amendment.reviewer, 200)
+          }) no longer matches what the kind takes: ${
+            capText(ParseResult.TreeFormatter.formatErrorSync(error), 1_000)
+          }. Nothing was run; the action is still pending`,
+          cause: error
+        })
+      )
+  })
+}
+
 /** Claims `entry` and runs its callback, or fails saying why it cannot. */
 const invoke = (
   s: State,
   entry: Entry,
-  invocation: ResolveParams
+  invocation: ResolveParams,
+  options: ResolveOptions
 ): Effect.Effect<ToolResult.ToolResult, ResolveError> =>
   Effect.uninterruptibleMask((restore) =>
     Effect.withFiberRuntime<ToolResult.ToolResult, ResolveError>((fiber) => {
@@ -318,7 +360,7 @@ const invoke = (
       const runner = entry.runner
       const store = s.store
       if (entry.status === "orphaned" && runner !== undefined && store !== undefined) {
-        return revive(s, entry, invocation, store)
+        return revive(s, entry, invocation, store, options)
       }
       if (entry.status !== "pending" || runner === undefined) {
         if (store !== undefined) {
@@ -329,14 +371,16 @@ const invoke = (
         }
         return Effect.zipRight(payOwed(s), Effect.fail(notPending(s, entry)))
       }
+      const amendment = amendmentFor(entry, runner, invocation, options)
+      if (Either.isLeft(amendment)) return Effect.fail(amendment.left)
       entry.status = "resolving"
       entry.claimed = true
       entry.attempts++
       publish(s, entry)
       try {
         return store === undefined ?
-          runClaimed(s, entry, runner, invocation, restore, fiber) :
-          claimInStore(s, entry, runner, invocation, restore, fiber, store)
+          runClaimed(s, entry, runner, invocation, restore, fiber, amendment.right) :
+          claimInStore(s, entry, runner, invocation, restore, fiber, store, amendment.right, options)
       } catch (defect) {
         // Unreachable by design (callbacks are called through `Invocation.attempt`); the claim is undone.
         finish(s, entry, entry.dropped ? "cleared" : "pending", entry.outcome)
@@ -361,11 +405,14 @@ export const currentResolveTracker: FiberRef.FiberRef<Array<string> | undefined>
   () => FiberRef.unsafeMake<Array<string> | undefined>(undefined, { fork: (tracker) => tracker })
 )
 
+const noOptions: ResolveOptions = {}
+
 /** See `PendingActions.resolveOr`. */
 export const resolveOr = <E, R>(
   s: State,
   params: ResolveParams,
-  fallback: Fallback<E, R>
+  fallback: Fallback<E, R>,
+  options: ResolveOptions = noOptions
 ): Effect.Effect<ToolResult.ToolResult, ResolveError | E, R> =>
   Effect.withFiberRuntime((fiber): Effect.Effect<ToolResult.ToolResult, ResolveError | E, R> => {
     // The entry this call picked is told to the tracker (the turn driver serves each id once per response).
@@ -377,14 +424,14 @@ export const resolveOr = <E, R>(
     const id = params.id
     if (id !== undefined) {
       const entry = s.entries.get(id)
-      if (entry !== undefined) return invoke(s, served(entry), params)
+      if (entry !== undefined) return invoke(s, served(entry), params, options)
       const store = s.store
       return store === undefined ?
         Effect.fail(unknownAction(s, id)) :
-        Effect.flatMap(lookup(s, id, store), (restored) => invoke(s, served(restored), params))
+        Effect.flatMap(lookup(s, id, store), (restored) => invoke(s, served(restored), params, options))
     }
     const entry = mostRecent(s)
-    if (entry !== undefined) return invoke(s, served(entry), params)
+    if (entry !== undefined) return invoke(s, served(entry), params, options)
     const last = s.lastSettled === undefined ?
       Option.none() :
       Option.some({ label: s.lastSettled.label, status: s.lastSettled.status })

@@ -10,6 +10,7 @@ import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as FiberRef from "effect/FiberRef"
 import { globalValue } from "effect/GlobalValue"
+import * as Option from "effect/Option"
 import * as Schema from "effect/Schema"
 import type { PendingStoreError } from "../../domain/Errors.js"
 import type { PendingRecord } from "../../domain/PendingRecord.js"
@@ -164,28 +165,34 @@ export const stage = <E, R>(
     return commitStage(s, entry, null, context, fiber.getFiberRef(currentTracker))
   })
 
-/** What runs an action of a durable kind: its `apply` and `reject` called with the payload. */
+/**
+ * What runs an action of a durable kind: its `apply` and `reject` called with the payload (and `apply` with the
+ * reviewer's amendment, decoded before the claim with the kind's `amendment` Schema).
+ */
 export const kindRunner = <P>(
-  kind: ActionKind.ActionKind<P, any, any, any>,
+  kind: ActionKind.ActionKind<P, any, any, any, any, any>,
   payload: P,
   entry: Entry,
   context: Context.Context<unknown>
 ): Runner => {
-  const call = (reason: string, extra: ResolveParams["extra"] & {}) => ({
-    id: entry.id,
-    reason,
-    extra,
-    attempt: entry.attempts
-  })
+  const call = (
+    reason: string,
+    extra: ResolveParams["extra"] & {},
+    amendment: Option.Option<unknown>
+  ): ActionKind.Call<any> => ({ id: entry.id, reason, extra, attempt: entry.attempts, amendment })
   const reject = kind.reject
+  const amendment = kind.amendment
   return {
     callbacks: {
       label: entry.label,
       sourceToolName: entry.sourceToolName,
-      apply: (reason, extra) => kind.apply(payload, call(reason, extra)),
-      ...(reject === undefined ? {} : { reject: (reason, extra) => reject(payload, call(reason, extra)) })
+      apply: (reason, extra, amended) => kind.apply(payload, call(reason, extra, amended)),
+      ...(reject === undefined ? {} : {
+        reject: (reason, extra) => reject(payload, call(reason, extra, Option.none()))
+      })
     },
-    context
+    context,
+    decodeAmendment: amendment === undefined ? undefined : Schema.decodeUnknownEither(amendment)
   }
 }
 
