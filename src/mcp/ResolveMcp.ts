@@ -63,6 +63,7 @@ import * as ToolResult from "../domain/ToolResult.js"
 import { InboxServer } from "../inbox/InboxServer.js"
 import * as DiffParser from "../inbox/internal/diff.js"
 import { toFailure } from "../internal/aiTools.js"
+import { packageVersion } from "../internal/version.js"
 import * as ResolveRuntime from "../layers/ResolveRuntime.js"
 import * as AiEditTool from "../producers/AiEditTool.js"
 import * as AiPlanTool from "../producers/AiPlanTool.js"
@@ -596,7 +597,7 @@ const register = (options: Options) =>
 // transports
 // -----------------------------------------------------------------------------------------------------------------
 
-const serverInfo = (options: Options) => ({ name: options.name ?? "effect-resolve", version: "0.4.0" })
+const serverInfo = (options: Options) => ({ name: options.name ?? "effect-resolve", version: packageVersion })
 
 /**
  * The server over stdio (the default of MCP clients: they start it as a child process): JSON-RPC lines on stdin and
