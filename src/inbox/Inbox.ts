@@ -29,12 +29,10 @@
  *
  * @since 0.3.0
  */
-import * as Cause from "effect/Cause"
 import * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
 import * as JSONSchema from "effect/JSONSchema"
 import * as Layer from "effect/Layer"
@@ -57,13 +55,11 @@ import {
   type OptionsSpec
 } from "../domain/InvalidOptions.js"
 import { isTerminal, type PendingRecord, type PendingStatus } from "../domain/PendingRecord.js"
-import * as ToolResult from "../domain/ToolResult.js"
-import { capText, messageOf } from "../internal/render.js"
+import { capText } from "../internal/render.js"
 import { tooDeepPath } from "../internal/untrusted.js"
 import * as ResolveRuntime from "../layers/ResolveRuntime.js"
 import * as ActionKind from "../services/ActionKind.js"
 import { PendingStore } from "../services/PendingStore.js"
-import { resolve, resolveAmended } from "../tools/Resolve.js"
 import {
   type ActionDetail,
   type ActionList,
@@ -91,6 +87,7 @@ import {
 } from "./InboxApi.js"
 import * as DiffParser from "./internal/diff.js"
 import * as Feed from "./internal/feed.js"
+import * as Runner from "./internal/runner.js"
 
 // -----------------------------------------------------------------------------------------------------------------
 // options and service
@@ -315,15 +312,6 @@ const once = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> => {
   })
 }
 
-/** What running a decision did. */
-interface RunOutcome {
-  readonly outcome: "applied" | "discarded" | "failed" | "requested"
-  readonly message: string
-}
-
-/** The most characters of a decision's outcome kept. */
-const outcomeMax = 4_000
-
 /**
  * Builds an inbox on `store` (what `layer` provides); its background fibers live in the current scope.
  *
@@ -507,123 +495,14 @@ export const make = (
         return detail
       }).pipe(Effect.withSpan("Inbox.get"))
 
-    // ---- running decisions -----------------------------------------------------------------------------------
-
-    const complete = (decision: DecisionModel.Decision, state: "done" | "failed", message: string) =>
-      Effect.as(
-        Effect.retry(
-          store.completeDecision({
-            id: decision.id,
-            state,
-            outcome: capText(message, outcomeMax),
-            by: instance,
-            now: now()
-          }),
-          Schedule.intersect(Schedule.exponential("20 millis"), Schedule.recurs(4))
-        ),
-        undefined
-      )
-
-    /**
-     * A requested decision whose action is settled: `done` when it settled as decided after the decision was made
-     * (this inbox, or the session, ran it), `failed` otherwise (it was settled some other way first).
-     */
-    const settleAgainst = (
-      decision: DecisionModel.Decision,
-      record: PendingRecord
-    ): Effect.Effect<RunOutcome, PendingStoreError> => {
-      const wanted = decision.action === "apply" ? "applied" : "discarded"
-      const done = record.status === wanted && record.updatedAt >= decision.requestedAt
-      const message = done ?
-        record.outcome ?? `${wanted === "applied" ? "Applied" : "Discarded"}.` :
-        `Not run: the action was already ${record.status} before this decision could run.`
-      return Effect.as(complete(decision, done ? "done" : "failed", message), {
-        outcome: done ? wanted : "failed",
-        message
-      })
-    }
-
-    const leftRequested = (message: string): RunOutcome => ({ outcome: "requested", message })
-
-    // Runs one decision through the action's session, opened here as a second process opens it.
-    const execute = (decision: DecisionModel.Decision): Effect.Effect<RunOutcome, PendingStoreError> =>
-      Effect.gen(function*() {
-        const session = yield* Effect.either(RcMap.get(runtimes, decision.session))
-        if (session._tag === "Left") {
-          return leftRequested(
-            `Recorded; the session could not be opened to run it now (${
-              session.left._tag === "PendingStoreError" ? session.left.detail : session.left.message
-            }). The inbox tries again.`
-          )
-        }
-        const params = { action: decision.action, reason: decision.reason, id: decision.actionId } as const
-        const program = decision.action === "apply" && decision.amendment !== null ?
-          resolveAmended(params, {
-            actionId: decision.actionId,
-            reviewer: decision.reviewer,
-            encoded: decision.amendment
-          }) :
-          resolve(params)
-        const exit = yield* Effect.exit(Effect.provide(program, session.right))
-        if (Exit.isSuccess(exit)) {
-          const message = ToolResult.textOf(exit.value)
-          yield* complete(decision, "done", message)
-          return { outcome: decision.action === "apply" ? "applied" : "discarded", message } as const
-        }
-        const failure = Cause.failureOption(exit.cause)
-        if (Option.isNone(failure)) {
-          yield* Effect.logWarning(`effect-resolve inbox: running decision ${decision.id} died`, exit.cause)
-          return leftRequested("Recorded; running it failed unexpectedly. The inbox tries again.")
-        }
-        const error = failure.value
-        switch (error._tag) {
-          case "PendingActionElsewhere":
-            return leftRequested(
-              "Recorded. Only the process that staged it can run it (it registers a kind this inbox does not); it " +
-                "runs the decision on its next turn or refresh."
-            )
-          case "PendingStoreError":
-            return leftRequested(
-              `Recorded; the store failed while running it (${error.detail}). The inbox tries again.`
-            )
-          case "PendingActionNotPending": {
-            if (error.status === "resolving") {
-              return leftRequested("Recorded; another call is resolving the action right now. The inbox looks again.")
-            }
-            const record = yield* store.get(decision.actionId)
-            if (Option.isSome(record) && isTerminal(record.value.status)) {
-              return yield* settleAgainst(decision, record.value)
-            }
-            const message = messageOf(error)
-            yield* complete(decision, "failed", message)
-            return { outcome: "failed", message } as const
-          }
-          default: {
-            // ApplyFailed, ToolError (the action is pending again), UnknownPendingAction, NoPendingAction.
-            const message = messageOf(error)
-            yield* complete(decision, "failed", message)
-            return { outcome: "failed", message } as const
-          }
-        }
-      }).pipe(Effect.scoped, Effect.withSpan("Inbox.execute", { attributes: { decision: decision.id } }))
-
-    // One run per decision in this process: a request and the sweep never run it twice at once.
-    const running = new Map<string, Deferred.Deferred<RunOutcome, PendingStoreError>>()
-    const run = (decision: DecisionModel.Decision): Effect.Effect<RunOutcome, PendingStoreError> =>
-      Effect.suspend(() => {
-        const known = running.get(decision.id)
-        if (known !== undefined) return Deferred.await(known)
-        const done = Deferred.unsafeMake<RunOutcome, PendingStoreError>(FiberId.none)
-        running.set(decision.id, done)
-        // In the inbox's scope: a client that goes away does not stop an apply that started.
-        return Effect.forkIn(
-          Effect.ensuring(
-            Effect.tap(Effect.exit(execute(decision)), (exit) => Deferred.done(done, exit)),
-            Effect.zipRight(Effect.sync(() => running.delete(decision.id)), feed.poke)
-          ),
-          scope
-        ).pipe(Effect.zipRight(Deferred.await(done)))
-      })
+    const { leftRequested, run, settleAgainst } = Runner.make({
+      store,
+      runtimes,
+      instance,
+      now,
+      scope,
+      poke: feed.poke
+    })
 
     // ---- deciding ----------------------------------------------------------------------------------------------
 
