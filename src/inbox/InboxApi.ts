@@ -41,10 +41,6 @@ import { EpochMillis, PendingStatus } from "../domain/PendingRecord.js"
 // reviewers
 // -----------------------------------------------------------------------------------------------------------------
 
-import { Permission } from "./InboxErrors.js"
-
-export { Permission }
-
 /**
  * Who is asking: the name of their token, what they may do, and which sessions they see (`none`: every session).
  *
@@ -78,18 +74,16 @@ export const Me = Schema.Struct({
 })
 
 // -----------------------------------------------------------------------------------------------------------------
-// errors: in InboxErrors.ts, re-exported here
+// errors: in InboxErrors.ts, every one re-exported here
 // -----------------------------------------------------------------------------------------------------------------
 
 import {
   ActionNotDecidable,
   ActionNotFound,
   AmendmentRejected,
-  BodyProblem,
   CrossOriginRefused,
   DecisionAlreadyRequested,
   HostNotAllowed,
-  InboxAddressInUse,
   InboxForbidden,
   InboxUnauthorized,
   InternalError,
@@ -98,30 +92,12 @@ import {
   LoginLinkInvalid,
   MalformedRequest,
   PayloadTooLarge,
+  Permission,
   RouteNotFound,
   StoreUnavailable
 } from "./InboxErrors.js"
 
-export {
-  ActionNotDecidable,
-  ActionNotFound,
-  AmendmentRejected,
-  BodyProblem,
-  CrossOriginRefused,
-  DecisionAlreadyRequested,
-  HostNotAllowed,
-  InboxAddressInUse,
-  InboxForbidden,
-  InboxUnauthorized,
-  InternalError,
-  InvalidDecision,
-  InvalidQuery,
-  LoginLinkInvalid,
-  MalformedRequest,
-  PayloadTooLarge,
-  RouteNotFound,
-  StoreUnavailable
-}
+export * from "./InboxErrors.js"
 
 // -----------------------------------------------------------------------------------------------------------------
 // authentication

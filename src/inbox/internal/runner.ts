@@ -18,6 +18,7 @@ import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import type * as DecisionModel from "../../domain/Decision.js"
 import type { PendingStoreError } from "../../domain/Errors.js"
+import type { InvalidOptions } from "../../domain/InvalidOptions.js"
 import { isTerminal, type PendingRecord } from "../../domain/PendingRecord.js"
 import * as ToolResult from "../../domain/ToolResult.js"
 import { capText, messageOf } from "../../internal/render.js"
@@ -34,10 +35,10 @@ export interface RunOutcome {
 const outcomeMax = 4_000
 
 /** What a runner needs: the store, the inbox's sessions by name, who it is, its clock, scope and feed's nudge. */
-export interface RunnerOptions<A, E> {
+export interface RunnerOptions {
   readonly store: PendingStore.Service
-  /** A session's services, `ResolveServices` among them (what `resolve` needs). */
-  readonly runtimes: RcMap.RcMap<string, Context.Context<A>, E>
+  /** The sessions the inbox opened, by name: what `resolve` needs, and why one could not be opened. */
+  readonly runtimes: RcMap.RcMap<string, Context.Context<ResolveServices>, PendingStoreError | InvalidOptions>
   readonly instance: string
   readonly now: () => number
   readonly scope: Scope.Scope
@@ -45,9 +46,7 @@ export interface RunnerOptions<A, E> {
 }
 
 /** The inbox's decision runner: `run` a requested decision, or `settleAgainst` the record it found settled. */
-export const make = <A, E extends { readonly _tag: string; readonly message: string }>(
-  options: RunnerOptions<A, E>
-) => {
+export const make = (options: RunnerOptions) => {
   const { instance, now, runtimes, scope, store } = options
 
   const complete = (decision: DecisionModel.Decision, state: "done" | "failed", message: string) =>
@@ -93,9 +92,7 @@ export const make = <A, E extends { readonly _tag: string; readonly message: str
       if (session._tag === "Left") {
         return leftRequested(
           `Recorded; the session could not be opened to run it now (${
-            session.left._tag === "PendingStoreError" ?
-              (session.left as unknown as PendingStoreError).detail :
-              session.left.message
+            session.left._tag === "PendingStoreError" ? session.left.detail : session.left.message
           }). The inbox tries again.`
         )
       }
@@ -108,7 +105,7 @@ export const make = <A, E extends { readonly _tag: string; readonly message: str
         }) :
         resolve(params)
       const exit = yield* Effect.exit(
-        Effect.provide(program, session.right as unknown as Context.Context<ResolveServices>)
+        Effect.provide(program, session.right)
       )
       if (Exit.isSuccess(exit)) {
         const message = ToolResult.textOf(exit.value)

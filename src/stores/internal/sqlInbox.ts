@@ -5,7 +5,6 @@
  * @internal
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
 import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
@@ -33,6 +32,7 @@ import {
   PendingStoreError,
   tally
 } from "../../services/PendingStore.js"
+import type { SqlStore } from "./sqlContext.js"
 import { rawMillis, recordColumns, type RecordRow, rowReader, seqOf, toRecord } from "./sqlRows.js"
 import { openCondition, snoozedCondition } from "./sqlSchema.js"
 import { readText } from "./sqlText.js"
@@ -128,21 +128,8 @@ export const toListed = (row: ListedRow): PendingStore.ListedAction => {
   }
 }
 
-export interface Helpers {
-  readonly run: <Row extends object>(
-    operation: string,
-    statement: Effect.Effect<ReadonlyArray<Row>, SqlError>
-  ) => Effect.Effect<ReadonlyArray<Row>, PendingStoreError>
-  readonly read: <Row extends object, A>(
-    operation: string,
-    statement: Effect.Effect<ReadonlyArray<Row>, SqlError>,
-    f: (row: Row) => A
-  ) => Effect.Effect<ReadonlyArray<A>, PendingStoreError>
-  readonly write: <Row extends object>(
-    operation: string,
-    statement: Effect.Effect<ReadonlyArray<Row>, SqlError>
-  ) => Effect.Effect<ReadonlyArray<Row>, PendingStoreError>
-}
+/** The SQL store's statement helpers the inbox's methods use. */
+export type Helpers = Pick<SqlStore, "run" | "read" | "write">
 
 export const openSet: ReadonlySet<PendingStatus> = new Set(openStatuses)
 
