@@ -26,6 +26,7 @@ import * as path from "node:path"
 import { SessionClient, SessionCluster } from "../../src/cluster.js"
 import { PendingStore } from "../../src/index.js"
 import { PostgresStore } from "../../src/postgres.js"
+import { header, markersOf, markersOfPayload } from "../support/clusterHarness.js"
 import { postgresForTests, postgresSuiteName } from "../support/pgTest.js"
 import { freePort, freshSchema } from "../support/postgres.js"
 
@@ -147,29 +148,6 @@ const kill = async (runner: Runner) => {
 }
 
 const random = (lo: number, hi: number) => lo + Math.floor(Math.random() * (hi - lo))
-
-// ---- Files ------------------------------------------------------------------------------------------------------
-
-const header = (file: string) => `# ${file}\nmarkers:\n`
-
-/** The marker lines of a file, after checking it is whole: its header, then marker lines, each ending in "\n". */
-const markersOf = (text: string, file: string): ReadonlyArray<string> => {
-  assert.isTrue(text.startsWith(header(file)), `${file} lost its header: a torn write?`)
-  const rest = text.slice(header(file).length)
-  assert.isTrue(rest === "" || rest.endsWith("\n"), `${file} does not end with a line break: a torn write?`)
-  const lines = rest === "" ? [] : rest.slice(0, -1).split("\n")
-  for (const line of lines) assert.match(line, /^- s\d\d-\d+-\d+$/, `${file} holds a broken line: ${line}`)
-  return lines.map((line) => line.slice(2))
-}
-
-/** The marker an edit action adds to each of its files, read from its stored payload (the bytes it would write). */
-const markersOfPayload = (payload: unknown): ReadonlyArray<{ readonly file: string; readonly marker: string }> =>
-  (payload as { readonly files: ReadonlyArray<{ readonly inputPath: string; readonly after: string }> }).files.map(
-    (file) => ({
-      file: file.inputPath,
-      marker: Buffer.from(file.after, "base64").toString("utf8").split("\n")[2]!.slice(2)
-    })
-  )
 
 // ---- The test ---------------------------------------------------------------------------------------------------
 
@@ -340,7 +318,7 @@ describe.skipIf(pg._tag !== "Available")(postgresSuiteName("sessions on a cluste
             const inFiles = new Map<string, ReadonlySet<string>>()
             for (const session of sessionIds) {
               for (const file of filesOfSession(session)) {
-                const found = markersOf(fs.readFileSync(path.join(workspace, file), "utf8"), file)
+                const found = markersOf(fs.readFileSync(path.join(workspace, file), "utf8"), file, "s")
                 assert.strictEqual(
                   new Set(found).size,
                   found.length,

@@ -41,7 +41,10 @@ import {
   type Attributed,
   conversationShrank,
   fileOf,
+  header,
   hrNow,
+  markersOf,
+  markersOfPayload,
   type Observed,
   ownerLogRegressions,
   readEvents,
@@ -98,27 +101,6 @@ const pidOf = (instance: string) => Number(instance.split(":").at(-3))
 
 const sessionIds = Array.from({ length: SESSIONS }, (_, i) => `p${String(i).padStart(2, "0")}`)
 const filesOfSession = (session: string) => [`${session}-a.md`, `${session}-b.md`]
-const header = (file: string) => `# ${file}\nmarkers:\n`
-
-/** The marker lines of a file, after checking it is whole: its header, then marker lines, each ending in "\n". */
-const markersOf = (text: string, file: string): ReadonlyArray<string> => {
-  assert.isTrue(text.startsWith(header(file)), `${file} lost its header: a torn write?`)
-  const rest = text.slice(header(file).length)
-  assert.isTrue(rest === "" || rest.endsWith("\n"), `${file} does not end with a line break: a torn write?`)
-  const lines = rest === "" ? [] : rest.slice(0, -1).split("\n")
-  for (const line of lines) assert.match(line, /^- p\d\d-\d+-\d+$/, `${file} holds a broken line: ${line}`)
-  return lines.map((line) => line.slice(2))
-}
-
-/** The marker an edit action adds to each of its files, read from its stored payload (the bytes it would write). */
-const markersOfPayload = (payload: unknown): ReadonlyArray<{ readonly file: string; readonly marker: string }> =>
-  (payload as { readonly files: ReadonlyArray<{ readonly inputPath: string; readonly after: string }> }).files.map(
-    (file) => ({
-      file: file.inputPath,
-      marker: Buffer.from(file.after, "base64").toString("utf8").split("\n")[2]!.slice(2)
-    })
-  )
-
 /** A session's saved conversation now: its message count (the saved state's) and those messages. */
 const observe = (store: PendingStore.Service, session: string) =>
   Effect.map(store.loadConversation(session), (saved): Observed => {
@@ -430,7 +412,7 @@ const runScenario = (scenario: Scenario) =>
       const inFiles = new Map<string, ReadonlySet<string>>()
       for (const session of sessionIds) {
         for (const file of filesOfSession(session)) {
-          const found = markersOf(fs.readFileSync(path.join(workspace, file), "utf8"), file)
+          const found = markersOf(fs.readFileSync(path.join(workspace, file), "utf8"), file, "p")
           assert.strictEqual(new Set(found).size, found.length, `a marker appears twice in ${file}: applied twice`)
           inFiles.set(file, new Set(found))
         }

@@ -15,6 +15,7 @@
  */
 import type * as SqlClient from "@effect/sql/SqlClient"
 import type { SqlError } from "@effect/sql/SqlError"
+import { assert } from "@effect/vitest"
 import { Effect } from "effect"
 import { type ChildProcess, spawn } from "node:child_process"
 import * as fs from "node:fs"
@@ -357,3 +358,33 @@ export const conversationShrank = (previous: Observed, next: Observed): string |
   }
   return undefined
 }
+
+// ---- The files the runs edit --------------------------------------------------------------------------------------
+
+/** What a test writes into each file its sessions edit, before any run. */
+export const header = (file: string) => `# ${file}\nmarkers:\n`
+
+/**
+ * The marker lines of a file, after checking it is whole: its header, then marker lines (`- <prefix>NN-<n>-<n>`, the
+ * prefix being the letter the test's session ids start with), each ending in "\n".
+ */
+export const markersOf = (text: string, file: string, prefix: string): ReadonlyArray<string> => {
+  assert.isTrue(text.startsWith(header(file)), `${file} lost its header: a torn write?`)
+  const rest = text.slice(header(file).length)
+  assert.isTrue(rest === "" || rest.endsWith("\n"), `${file} does not end with a line break: a torn write?`)
+  const lines = rest === "" ? [] : rest.slice(0, -1).split("\n")
+  const line = new RegExp(`^- ${prefix}\\d\\d-\\d+-\\d+$`)
+  for (const text of lines) assert.match(text, line, `${file} holds a broken line: ${text}`)
+  return lines.map((text) => text.slice(2))
+}
+
+/** The marker an edit action adds to each of its files, read from its stored payload (the bytes it would write). */
+export const markersOfPayload = (
+  payload: unknown
+): ReadonlyArray<{ readonly file: string; readonly marker: string }> =>
+  (payload as { readonly files: ReadonlyArray<{ readonly inputPath: string; readonly after: string }> }).files.map(
+    (file) => ({
+      file: file.inputPath,
+      marker: Buffer.from(file.after, "base64").toString("utf8").split("\n")[2]!.slice(2)
+    })
+  )
