@@ -11,33 +11,12 @@ import type { PendingRecord, PendingStatus } from "../../../src/domain/PendingRe
 import type { ActionRecords } from "../../../src/services/ActionRecords.js"
 import type { DecisionRequests } from "../../../src/services/DecisionRequests.js"
 import type { InboxQueries } from "../../../src/services/InboxQueries.js"
-import { PendingStoreError } from "../../../src/services/PendingStore.js"
 import type { PartStore, PartTest } from "../conformance.js"
+import { pendingRecord, storeError } from "./fixtures.js"
 
 const T0 = 1_700_000_000_000
 
-const record = (id: string, overrides: Partial<PendingRecord> = {}): PendingRecord => ({
-  id,
-  session: "s1",
-  kind: "edit",
-  label: `Edit ${id}`,
-  sourceToolName: "edit",
-  stager: null,
-  preview: `preview of ${id}`,
-  payload: { id },
-  status: "pending",
-  attempts: 0,
-  owner: null,
-  leaseUntil: null,
-  createdAt: T0,
-  updatedAt: T0,
-  expiresAt: null,
-  outcome: null,
-  ...overrides
-})
-
-const storeError = <A>(effect: Effect.Effect<A, PendingStoreError>) =>
-  Effect.flip(effect).pipe(Effect.tap((e) => strictEqual(e instanceof PendingStoreError, true)))
+const record = (id: string, overrides: Partial<PendingRecord> = {}): PendingRecord => pendingRecord(id, T0, overrides)
 
 /** Moves a record to `to` the way a session would: claim and settle for applied/discarded, else a transition. */
 const settleAs = (store: PartStore, id: string, to: PendingStatus, now = T0 + 1) =>

@@ -12,32 +12,17 @@ import type { ActionRecords } from "../../../src/services/ActionRecords.js"
 import { PendingStoreError } from "../../../src/services/PendingStore.js"
 import type { SessionOwners } from "../../../src/services/SessionOwners.js"
 import type { PartTest } from "../conformance.js"
+import { pendingRecord, storeError } from "./fixtures.js"
 
 const T0 = 1_700_000_000_123
 
-const record = (id: string, overrides: Partial<PendingRecord> = {}): PendingRecord => ({
-  id,
-  session: "s1",
-  kind: "edit",
-  label: `Edit: 1 replacement in ${id}`,
-  sourceToolName: "edit",
-  stager: null,
-  preview: `--- a/${id}\n+++ b/${id}\n-old ✓\n+new “quoted” 'single'`,
-  payload: { paths: [`${id}.ts`], before: "e3b0c442", writes: [{ path: "x", text: "a\nb" }], n: 1.5, ok: null },
-  status: "pending",
-  attempts: 0,
-  owner: null,
-  leaseUntil: null,
-  createdAt: T0,
-  updatedAt: T0,
-  expiresAt: null,
-  outcome: null,
-  ...overrides
-})
-
-/** The store's error for `effect`, or a thrown assertion when it succeeded or failed otherwise. */
-const storeError = <A>(effect: Effect.Effect<A, PendingStoreError>) =>
-  Effect.flip(effect).pipe(Effect.tap((e) => strictEqual(e instanceof PendingStoreError, true)))
+const record = (id: string, overrides: Partial<PendingRecord> = {}): PendingRecord =>
+  pendingRecord(id, T0, {
+    label: `Edit: 1 replacement in ${id}`,
+    preview: `--- a/${id}\n+++ b/${id}\n-old ✓\n+new “quoted” 'single'`,
+    payload: { paths: [`${id}.ts`], before: "e3b0c442", writes: [{ path: "x", text: "a\nb" }], n: 1.5, ok: null },
+    ...overrides
+  })
 
 const some = <A>(option: Option.Option<A>): A => {
   if (Option.isNone(option)) throw new Error("expected Some, got None")
