@@ -158,17 +158,20 @@ describe.skipIf(pg._tag !== "Available")(postgresSuiteName("steering durable at 
               while (stagedTwice().length < SESSIONS / 2) yield* Effect.sleep("50 millis")
             }).pipe(Effect.timeoutFail({ duration: "2 minutes", onTimeout: () => new Error("the runs hung") }))
 
-            // The victim: the runner that owns most sessions now.
-            const owners = yield* Effect.forEach(sessionIds, (session) =>
-              Effect.map(store.sessionLog(session), (log) => ({ session, pid: pidOf(log.at(-1)!.owner) })))
+            // The victim: the runner that owns most sessions now (a session no runner opened yet has no owner).
+            const owners = (yield* Effect.forEach(sessionIds, (session) =>
+              Effect.map(store.sessionLog(session), (log) => {
+                const last = log.at(-1)
+                return last === undefined ? [] : [{ session, pid: pidOf(last.owner) }]
+              }))).flat()
             const byPid = new Map<number, Array<string>>()
             for (const { pid, session } of owners) {
               byPid.set(pid, [...(byPid.get(pid) ?? []), session])
             }
-            const [victimPid, victimSessions] = [...byPid].sort(([, a], [, b]) =>
-              b.length - a.length
-            )[0]!
-            const victimIndex = runners.findIndex((r) => r.child.pid === victimPid)
+            const [victimPid, victimSessions] = [...byPid].sort(([, a], [, b]) => b.length - a.length)[0]!
+            const victimIndex = runners.findIndex((r) =>
+              r.child.pid === victimPid
+            )
             assert.isAtLeast(victimIndex, 0, "the owner of the sessions is one of the runners")
 
             // Steer every session of the victim, twice each, and decide the actions it holds pending; then SIGKILL.
