@@ -260,6 +260,21 @@ export const durableSteering = (journal: SteeringJournal.Service, session: strin
   delivered: (ids) => journal.markDelivered(session, ids)
 })
 
+/** The condition a decision note is delivered under: its action reached the decision's status. */
+const settlesOf = (
+  message: SteeringMessage
+): { readonly actionId: string; readonly status: string; readonly steerId: string } | undefined => {
+  const details = message.details as
+    | { readonly actionId?: unknown; readonly settles?: unknown; readonly steerId?: unknown }
+    | null
+    | undefined
+  if (typeof details !== "object" || details === null) return undefined
+  const { actionId, settles, steerId } = details
+  return typeof actionId === "string" && typeof settles === "string" && typeof steerId === "string" ?
+    { actionId, status: settles, steerId } :
+    undefined
+}
+
 const targetOf = (decision: DecisionKind) => decision === "discard" ? "discarded" : "applied"
 
 /** A session opened on this runner: its services, and what its handlers need. */
@@ -318,6 +333,27 @@ export const make = (options: Options = {}) =>
         yield* Effect.sleep(poll)
       }
     })
+    /**
+     * Decision notes recorded beside their decision (see `decide`) that a session opening here did not queue because
+     * their action had not reached the decision's status yet: the decision that then settles it queues its note.
+     */
+    const skipped = new Set<string>()
+    const plainSteering = durableSteering(journal, session)
+    const conditionalSteering: DurableSteering = {
+      undelivered: Effect.flatMap(plainSteering.undelivered, (messages) => {
+        skipped.clear()
+        return Effect.filter(messages, (message) => {
+          const condition = settlesOf(message)
+          if (condition === undefined) return Effect.succeed(true)
+          return Effect.map(baseStore.get(condition.actionId), (record) => {
+            const reached = Option.isSome(record) && record.value.status === condition.status
+            if (!reached) skipped.add(condition.steerId)
+            return reached
+          })
+        })
+      }),
+      delivered: plainSteering.delivered
+    }
     const system = agent.system(session)
     const durable = ResolveRuntime.layerDurable({
       session,
@@ -330,7 +366,7 @@ export const make = (options: Options = {}) =>
     const sessionLayer = Layer.provideMerge(
       TurnDriver.layerWithoutDependencies({
         ...Option.match(system, { onNone: () => ({}), onSome: (text) => ({ system: text }) }),
-        steering: durableSteering(journal, session)
+        steering: conditionalSteering
       }),
       durable
     ) as Layer.Layer<TurnDriver | ResolveRuntime.Services | PendingStore, PendingStoreError>
@@ -497,26 +533,53 @@ export const make = (options: Options = {}) =>
         id: payload.id
       })
       const target = targetOf(payload.decision)
+      const steerId = decisionSteerId(payload.id)
       // An amendment reaches the kind's `apply` decoded with its `amendment` Schema (`call.amendment`; the text, the
       // Schema's encoded form here), and, as in 0.3, as `extra.amendment`.
-      const result = yield* Effect.either(
-        payload.decision === "amend" ?
-          resolveWith(params, {
-            amendment: { actionId: payload.id, reviewer: payload.by, encoded: payload.amendment ?? "" }
-          }) :
-          resolve(params)
-      )
+      const resolving = payload.decision === "amend" ?
+        resolveWith(params, {
+          amendment: { actionId: payload.id, reviewer: payload.by, encoded: payload.amendment ?? "" }
+        }) :
+        resolve(params)
+      // The note to the model is recorded beside the decision, not after it (its commit overlaps the claim's and the
+      // settle's): durable before the answer, and delivered by a session that opens only once its action reached
+      // the decision's status (`settles`), so a decision that never took effect tells the model nothing.
+      const recording = Effect.gen(function*() {
+        const info = yield* s.pending.get(payload.id)
+        const message: SteeringMessage = {
+          customType: decisionType,
+          content: decisionText(payload, {
+            id: payload.id,
+            label: Option.getOrElse(Option.map(info, (i) => i.label), () => payload.id)
+          }),
+          details: { actionId: payload.id, by: payload.by, decision: payload.decision, settles: target, steerId },
+          display: false,
+          attribution: "agent",
+          timestamp: yield* Clock.currentTimeMillis
+        }
+        const inserted = yield* journal.record(session, steerId, message)
+        return { message, inserted }
+      })
+      const [result, note] = yield* Effect.all([resolving, recording], { concurrency: 2, mode: "either" })
+      const queue = (message: SteeringMessage) =>
+        s.bus.steer({ customType: message.customType, content: message.content, details: message.details })
       if (Either.isLeft(result)) {
         const error = result.left
         // Already in the state this decision asks for: a redelivered decision, or the same one made first by the
         // model or another person. Its recorded outcome is the answer.
         if (error._tag === "PendingActionNotPending" && error.status === target) {
           const info = yield* s.pending.get(payload.id)
-          // A decision whose runner died after it took effect, before its note was recorded: the note is recorded
-          // and sent now. (Also when the model or another path made the same decision first: then the model is told
-          // that this person decided so too.) A note recorded before is queued or delivered already.
-          if (!(yield* journal.has(session, decisionSteerId(payload.id)))) {
-            yield* steerDurably(s, decisionSteerId(payload.id), {
+          if (Either.isRight(note)) {
+            // New here, or recorded before but not queued by the open (its action was not settled yet then): queued
+            // now, as this decision says (also when the model or another path made the same decision first: the
+            // model is told that this person decided so too). Otherwise it is queued or delivered already.
+            if (note.right.inserted) yield* queue(note.right.message)
+            else if (skipped.delete(steerId)) {
+              yield* journal.replace(session, steerId, note.right.message)
+              yield* queue(note.right.message)
+            }
+          } else if (!(yield* journal.has(session, steerId))) {
+            yield* steerDurably(s, steerId, {
               customType: decisionType,
               content: decisionText(payload, {
                 id: payload.id,
@@ -532,17 +595,28 @@ export const make = (options: Options = {}) =>
             settledBefore: true
           } satisfies DecisionReply
         }
+        // The decision did not take effect: its note goes (one another decision recorded meanwhile stays).
+        if (Either.isRight(note) && note.right.inserted) {
+          yield* journal.forget(session, steerId, note.right.message)
+        }
         return yield* Effect.fail(error)
       }
-      const details = result.right.details as { readonly label?: unknown } | undefined
-      const label = typeof details?.label === "string" ? details.label : payload.id
-      // Durable before the decision is answered: the runner that takes the session over tells the model if this one
-      // dies first.
-      yield* steerDurably(s, decisionSteerId(payload.id), {
-        customType: decisionType,
-        content: decisionText(payload, { id: payload.id, label }),
-        details: { actionId: payload.id, by: payload.by, decision: payload.decision }
-      })
+      if (Either.isRight(note)) {
+        // The decision took effect here, now: no open queued its note. One recorded under its id before (this
+        // decision sent again after its runner died, or another decision on the same action that lost) is replaced.
+        if (!note.right.inserted) yield* journal.replace(session, steerId, note.right.message)
+        skipped.delete(steerId)
+        yield* queue(note.right.message)
+      } else {
+        // The note could not be recorded beside it: recorded now, before the answer.
+        const details = result.right.details as { readonly label?: unknown } | undefined
+        const label = typeof details?.label === "string" ? details.label : payload.id
+        yield* steerDurably(s, steerId, {
+          customType: decisionType,
+          content: decisionText(payload, { id: payload.id, label }),
+          details: { actionId: payload.id, by: payload.by, decision: payload.decision }
+        })
+      }
       return {
         id: payload.id,
         status: target,

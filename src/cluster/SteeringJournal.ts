@@ -74,6 +74,16 @@ export declare namespace SteeringJournal {
     readonly has: (session: string, id: string) => Effect.Effect<boolean, PendingStoreError>
     /** The session's messages not marked delivered, oldest first. */
     readonly undelivered: (session: string) => Effect.Effect<ReadonlyArray<Entry>, PendingStoreError>
+    /**
+     * Records `message` under `id`, replacing a message with this id not yet delivered (a person's decision note
+     * whose decision took effect, over a note another decision on the same action recorded and then lost).
+     */
+    readonly replace: (session: string, id: string, message: SteeringMessage) => Effect.Effect<void, PendingStoreError>
+    /**
+     * Removes the message recorded under `id` if it is still `message` and not delivered (the note of a decision that
+     * did not take effect). A message another decision recorded meanwhile stays.
+     */
+    readonly forget: (session: string, id: string, message: SteeringMessage) => Effect.Effect<void, PendingStoreError>
     /** Marks these messages delivered: a saved turn of the session carried them. */
     readonly markDelivered: (session: string, ids: ReadonlyArray<string>) => Effect.Effect<void, PendingStoreError>
   }
@@ -139,6 +149,17 @@ export const makeMemory = (): SteeringJournal.Service => {
         return true
       }),
     has: (session, id) => Effect.sync(() => of(session).has(id)),
+    replace: (session, id, message) =>
+      Effect.sync(() => {
+        const entries = of(session)
+        if (entries.get(id)?.delivered !== true) entries.set(id, { message, delivered: false })
+      }),
+    forget: (session, id, message) =>
+      Effect.sync(() => {
+        const entries = of(session)
+        const entry = entries.get(id)
+        if (entry !== undefined && !entry.delivered && entry.message === message) entries.delete(id)
+      }),
     undelivered: (session) =>
       Effect.sync(() => [...of(session)].flatMap(([id, e]) => e.delivered ? [] : [{ id, message: e.message }])),
     markDelivered: (session, ids) =>
@@ -244,6 +265,27 @@ export const makeSql: Effect.Effect<SteeringJournal.Service, PendingStoreError, 
           ),
           (rows) => rows.length > 0
         ),
+      replace: (session, id, message) =>
+        Effect.gen(function*() {
+          const json = yield* Effect.orDie(Schema.encode(MessageJson)(message))
+          const now = yield* Clock.currentTimeMillis
+          yield* run(
+            "replace",
+            sql`INSERT INTO effect_resolve_cluster_steering (session, steer_id, message, recorded_at)
+              VALUES (${session}, ${id}, ${json}, ${now})
+              ON CONFLICT (session, steer_id) DO UPDATE SET message = excluded.message, recorded_at = excluded.recorded_at
+              WHERE effect_resolve_cluster_steering.delivered_at IS NULL`
+          )
+        }).pipe(Effect.uninterruptible),
+      forget: (session, id, message) =>
+        Effect.gen(function*() {
+          const json = yield* Effect.orDie(Schema.encode(MessageJson)(message))
+          yield* run(
+            "forget",
+            sql`DELETE FROM effect_resolve_cluster_steering WHERE session = ${session} AND steer_id = ${id}
+              AND message = ${json} AND delivered_at IS NULL`
+          )
+        }).pipe(Effect.uninterruptible),
       undelivered: (session) =>
         Effect.gen(function*() {
           const rows = yield* run(

@@ -268,6 +268,9 @@ describe("Session entity", () => {
           session.Decide({ id: "pa_nope", decision: "apply", reason: "Yes.", by: "bob" })
         )
         assert.strictEqual(unknown._tag, "UnknownPendingAction")
+        // A decision that did not take effect leaves no note behind (its note was recorded beside it).
+        const journal = yield* SteeringJournal
+        assert.isFalse(yield* journal.has("s3", SessionEntity.decisionSteerId("pa_nope")))
         const got = yield* session.Get({ id: action!.id })
         assert.strictEqual(Option.map(got, (a) => a.status).pipe(Option.getOrNull), "applied")
         assert.deepStrictEqual(notes.applied, ["c"])
@@ -363,6 +366,48 @@ describe("Session entity: steering and decision notes are durable at once", () =
       assert.deepStrictEqual(notes.applied, ["e"])
       // The journal has nothing left to deliver.
       assert.deepStrictEqual(yield* Effect.flatMap(SteeringJournal, (journal) => journal.undelivered("s7")), [])
+      yield* second.stop
+    }).pipe(Effect.provide(layer))
+  })
+
+  it.live("a note recorded for a decision that had not settled its action is not sent at open; the decision that settles it sends its own, once", () => {
+    const { layer, notes } = setup([
+      ScriptedModel.toolCall("note", { line: "g" }),
+      ScriptedModel.hang, // the runner stops while the model is answering
+      "Done."
+    ])
+    const count = (texts: ReadonlyArray<string>, text: string) => texts.filter((t) => t === text).length
+    return Effect.gen(function*() {
+      const first = yield* activate
+      const session = yield* first.client("s9")
+      const running = yield* Effect.fork(session.Run({ runId: "run-11", prompt: "Note g." }))
+      yield* requestsReach(2)
+      const [action] = (yield* session.List({})).items
+      yield* first.stop
+      assert.isTrue(Exit.isInterrupted(yield* Fiber.await(running)))
+      // A runner died after it recorded carol's note beside her decision, before the decision claimed the action.
+      const journal = yield* SteeringJournal
+      const carol = SessionEntity.decisionText({ by: "carol", decision: "discard", reason: "No." }, action!)
+      const steerId = SessionEntity.decisionSteerId(action!.id)
+      yield* journal.record("s9", steerId, {
+        customType: SessionEntity.decisionType,
+        content: carol,
+        details: { actionId: action!.id, by: "carol", decision: "discard", settles: "discarded", steerId },
+        display: false,
+        attribution: "agent",
+        timestamp: 0
+      })
+      const second = yield* activate
+      const again = yield* second.client("s9")
+      assert.strictEqual((yield* again.List({})).items[0]?.status, "pending") // opened: carol's note not queued
+      const decided = yield* again.Decide({ id: action!.id, decision: "apply", reason: "Reviewed.", by: "alice" })
+      assert.isFalse(decided.settledBefore)
+      const reply = yield* again.Run({ runId: "run-11", prompt: "Note g." })
+      assert.strictEqual(reply.text, "Done.")
+      const next = (yield* ScriptedModel.requests)[2]!.userTexts
+      const alice = SessionEntity.decisionText({ by: "alice", decision: "apply", reason: "Reviewed." }, action!)
+      assert.deepStrictEqual([count(next, alice), count(next, carol)], [1, 0], JSON.stringify(next))
+      assert.deepStrictEqual(notes.applied, ["g"])
       yield* second.stop
     }).pipe(Effect.provide(layer))
   })
