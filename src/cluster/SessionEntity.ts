@@ -496,27 +496,24 @@ export const make = (options: Options = {}) =>
       return { text: result.text, turns: result.turns.length, resumed, open: yield* openActions(s) }
     })
 
+    /** Queues a recorded steering message for the session's next request (its `details` carry its `steerId`). */
+    const queue = (s: Opened, message: SteeringMessage) =>
+      s.bus.steer({ customType: message.customType, content: message.content, details: message.details })
+
     /**
-     * Records a steering message in the journal under `steerId` (durable before this returns), then queues it for the
+     * Records a steered message in the journal under `steerId` (durable before this returns), then queues it for the
      * session's next request; one recorded before (the same steer delivered again) is queued or delivered already.
      */
-    const steerDurably = Effect.fn("SessionEntity.steer")(function*(
-      s: Opened,
-      steerId: string,
-      input: { readonly customType: string; readonly content: string; readonly details?: object | undefined }
-    ) {
-      const details = { ...input.details, steerId }
+    const steerDurably = Effect.fn("SessionEntity.steer")(function*(s: Opened, steerId: string, text: string) {
       const message: SteeringMessage = {
-        customType: input.customType,
-        content: input.content,
-        details,
+        customType: steerType,
+        content: text,
+        details: { steerId },
         display: false,
         attribution: "agent",
         timestamp: yield* Clock.currentTimeMillis
       }
-      if (yield* journal.record(session, steerId, message)) {
-        yield* s.bus.steer({ customType: input.customType, content: input.content, details })
-      }
+      if (yield* journal.record(session, steerId, message)) yield* queue(s, message)
     })
 
     const decide = Effect.fn("SessionEntity.decide")(function*(s: Opened, payload: {
@@ -560,34 +557,24 @@ export const make = (options: Options = {}) =>
         const inserted = yield* journal.record(session, steerId, message)
         return { message, inserted }
       })
-      const [result, note] = yield* Effect.all([resolving, recording], { concurrency: 2, mode: "either" })
-      const queue = (message: SteeringMessage) =>
-        s.bus.steer({ customType: message.customType, content: message.content, details: message.details })
+      const [result, beside] = yield* Effect.all([resolving, recording], { concurrency: 2, mode: "either" })
+      // A note that could not be recorded beside the decision is recorded now, before the answer.
+      const note = Either.isRight(beside) ? Effect.succeed(beside.right) : recording
       if (Either.isLeft(result)) {
         const error = result.left
         // Already in the state this decision asks for: a redelivered decision, or the same one made first by the
         // model or another person. Its recorded outcome is the answer.
         if (error._tag === "PendingActionNotPending" && error.status === target) {
-          const info = yield* s.pending.get(payload.id)
-          if (Either.isRight(note)) {
-            // New here, or recorded before but not queued by the open (its action was not settled yet then): queued
-            // now, as this decision says (also when the model or another path made the same decision first: the
-            // model is told that this person decided so too). Otherwise it is queued or delivered already.
-            if (note.right.inserted) yield* queue(note.right.message)
-            else if (skipped.delete(steerId)) {
-              yield* journal.replace(session, steerId, note.right.message)
-              yield* queue(note.right.message)
-            }
-          } else if (!(yield* journal.has(session, steerId))) {
-            yield* steerDurably(s, steerId, {
-              customType: decisionType,
-              content: decisionText(payload, {
-                id: payload.id,
-                label: Option.getOrElse(Option.map(info, (i) => i.label), () => payload.id)
-              }),
-              details: { actionId: payload.id, by: payload.by, decision: payload.decision }
-            })
+          const { inserted, message } = yield* note
+          // New here, or recorded before but not queued by the open (its action was not settled yet then): queued
+          // now, as this decision says (also when the model or another path made the same decision first: the model
+          // is told that this person decided so too). Otherwise it is queued or delivered already.
+          if (inserted) yield* queue(s, message)
+          else if (skipped.delete(steerId)) {
+            yield* journal.replace(session, steerId, message)
+            yield* queue(s, message)
           }
+          const info = yield* s.pending.get(payload.id)
           return {
             id: payload.id,
             status: target,
@@ -596,27 +583,17 @@ export const make = (options: Options = {}) =>
           } satisfies DecisionReply
         }
         // The decision did not take effect: its note goes (one another decision recorded meanwhile stays).
-        if (Either.isRight(note) && note.right.inserted) {
-          yield* journal.forget(session, steerId, note.right.message)
+        if (Either.isRight(beside) && beside.right.inserted) {
+          yield* journal.forget(session, steerId, beside.right.message)
         }
         return yield* Effect.fail(error)
       }
-      if (Either.isRight(note)) {
-        // The decision took effect here, now: no open queued its note. One recorded under its id before (this
-        // decision sent again after its runner died, or another decision on the same action that lost) is replaced.
-        if (!note.right.inserted) yield* journal.replace(session, steerId, note.right.message)
-        skipped.delete(steerId)
-        yield* queue(note.right.message)
-      } else {
-        // The note could not be recorded beside it: recorded now, before the answer.
-        const details = result.right.details as { readonly label?: unknown } | undefined
-        const label = typeof details?.label === "string" ? details.label : payload.id
-        yield* steerDurably(s, steerId, {
-          customType: decisionType,
-          content: decisionText(payload, { id: payload.id, label }),
-          details: { actionId: payload.id, by: payload.by, decision: payload.decision }
-        })
-      }
+      // The decision took effect here, now: no open queued its note. One recorded under its id before (this decision
+      // sent again after its runner died, or another decision on the same action that lost) is replaced.
+      const { inserted, message } = yield* note
+      if (!inserted) yield* journal.replace(session, steerId, message)
+      skipped.delete(steerId)
+      yield* queue(s, message)
       return {
         id: payload.id,
         status: target,
@@ -627,8 +604,7 @@ export const make = (options: Options = {}) =>
 
     return Session.of({
       Run: ({ payload }) => withSession((s) => runs.withPermits(1)(run(s, payload)).pipe(Effect.provide(s.context))),
-      Steer: ({ payload }) =>
-        withSession((s) => steerDurably(s, payload.steerId, { customType: steerType, content: payload.text })),
+      Steer: ({ payload }) => withSession((s) => steerDurably(s, payload.steerId, payload.text)),
       Decide: ({ payload }) => withSession((s) => decide(s, payload).pipe(Effect.provide(s.context))),
       List: ({ payload }) =>
         withSession((s) =>

@@ -111,6 +111,9 @@ const resolveCall = (action: "apply" | "discard") =>
 
 const encode = Schema.encodeSync(Prompt.Prompt)
 
+/** How many of a request's user texts are exactly `text`. */
+const count = (texts: ReadonlyArray<string>, text: string) => texts.filter((t) => t === text).length
+
 /** Polls until the model has received `n` requests. */
 const requestsReach = (n: number) =>
   Effect.gen(function*() {
@@ -326,7 +329,6 @@ describe("Session entity: steering and decision notes are durable at once", () =
       "Nothing else."
     ], dead)
     const steer = "Use tabs, not spaces."
-    const count = (texts: ReadonlyArray<string>, text: string) => texts.filter((t) => t === text).length
     return Effect.gen(function*() {
       const first = yield* activate
       const session = yield* first.client("s7")
@@ -376,7 +378,6 @@ describe("Session entity: steering and decision notes are durable at once", () =
       ScriptedModel.hang, // the runner stops while the model is answering
       "Done."
     ])
-    const count = (texts: ReadonlyArray<string>, text: string) => texts.filter((t) => t === text).length
     return Effect.gen(function*() {
       const first = yield* activate
       const session = yield* first.client("s9")
