@@ -281,6 +281,49 @@ describe("Session entity", () => {
       }).pipe(Effect.provide(layer))
     }))
 
+  it.live("a note the journal cannot record beside its decision is recorded before the answer; the model hears it once", () =>
+    Effect.gen(function*() {
+      const decided = yield* Deferred.make<void>()
+      const { layer, notes } = setup([
+        ScriptedModel.toolCall("note", { line: "k" }),
+        Effect.as(Deferred.await(decided), resolveCall("apply")),
+        "Done."
+      ])
+      // The journal refuses the decision's note once: the write beside the resolve fails, the one after it succeeds.
+      const memory = SteeringJournal.makeMemory()
+      const failOnce = { steerId: "" }
+      const attempts: Array<string> = []
+      const flaky = Layer.succeed(SteeringJournal, {
+        ...memory,
+        record: (session, steerId, message) => {
+          attempts.push(steerId)
+          if (steerId !== failOnce.steerId) return memory.record(session, steerId, message)
+          failOnce.steerId = ""
+          return Effect.fail(new PendingStoreError({ operation: "SteeringJournal.record", detail: "down once" }))
+        }
+      })
+      return yield* Effect.gen(function*() {
+        const runner = yield* activate
+        const session = yield* runner.client("s10")
+        const running = yield* Effect.fork(session.Run({ runId: "run-12", prompt: "Note k." }))
+        yield* requestsReach(2)
+        const [action] = (yield* session.List({})).items
+        const steerId = SessionEntity.decisionSteerId(action!.id)
+        failOnce.steerId = steerId
+        const reply = yield* session.Decide({ id: action!.id, decision: "apply", reason: "Reviewed.", by: "alice" })
+        assert.deepStrictEqual(reply, { id: action!.id, status: "applied", text: "Noted k.", settledBefore: false })
+        assert.deepStrictEqual(attempts.filter((id) => id === steerId), [steerId, steerId])
+        yield* Deferred.succeed(decided, void 0)
+        assert.strictEqual((yield* Fiber.join(running)).text, "Done.")
+        const note = SessionEntity.decisionText({ by: "alice", decision: "apply", reason: "Reviewed." }, action!)
+        const texts = (yield* ScriptedModel.requests)[2]!.userTexts
+        assert.strictEqual(count(texts, note), 1, JSON.stringify(texts))
+        assert.deepStrictEqual(notes.applied, ["k"])
+        assert.deepStrictEqual(yield* memory.undelivered("s10"), [])
+        yield* runner.stop
+      }).pipe(Effect.provide(Layer.merge(layer, flaky)))
+    }))
+
   it.live("a second runner given the session while the first still runs it waits until the first closed it", () => {
     const { layer } = setup([ScriptedModel.hang, "Done."])
     return Effect.gen(function*() {
