@@ -52,12 +52,12 @@ import type { SteeringMessage } from "../domain/SteeringMessage.js"
 import * as ToolResult from "../domain/ToolResult.js"
 import * as ResolveRuntime from "../layers/ResolveRuntime.js"
 import { localVerdict } from "../services/internal/runtimeInstance.js"
-import { type PendingActionInfo, PendingActions } from "../services/PendingActions.js"
+import { type PendingActionInfo, PendingActions, type ResolveOptions } from "../services/PendingActions.js"
 import { PendingStore } from "../services/PendingStore.js"
 import type { SessionOwnership } from "../services/SessionOwnership.js"
 import { SteeringBus } from "../services/SteeringBus.js"
 import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
-import { decodeResolveParams, resolve, resolveWith } from "../tools/Resolve.js"
+import { decodeResolveParams, resolveWith } from "../tools/Resolve.js"
 import { SessionAgent } from "./SessionAgent.js"
 import { type DecisionKind, type DecisionReply, Session, type SessionAction } from "./SessionProtocol.js"
 import { SteeringJournal } from "./SteeringJournal.js"
@@ -277,6 +277,9 @@ const settlesOf = (
 
 const targetOf = (decision: DecisionKind) => decision === "discard" ? "discarded" : "applied"
 
+/** A settle that did not settle (another process had recovered the action): its decision note is rolled back. */
+const notSettled = { _tag: "NotSettled" } as const
+
 /** A session opened on this runner: its services, and what its handlers need. */
 interface Opened {
   /** The session's scope: closed when the session is lost, so that the next message opens it again. */
@@ -334,8 +337,9 @@ export const make = (options: Options = {}) =>
       }
     })
     /**
-     * Decision notes recorded beside their decision (see `decide`) that a session opening here did not queue because
-     * their action had not reached the decision's status yet: the decision that then settles it queues its note.
+     * Decision notes that a session opening here did not queue because their action had not reached the decision's
+     * status (`decide` commits a note with its settle, so only a note stored some other way, e.g. a journal on
+     * another database than the store, can be early): the decision that then settles the action queues its note.
      */
     const skipped = new Set<string>()
     const plainSteering = durableSteering(journal, session)
@@ -531,41 +535,53 @@ export const make = (options: Options = {}) =>
       })
       const target = targetOf(payload.decision)
       const steerId = decisionSteerId(payload.id)
-      // An amendment reaches the kind's `apply` decoded with its `amendment` Schema (`call.amendment`; the text, the
-      // Schema's encoded form here), and, as in 0.3, as `extra.amendment`.
-      const resolving = payload.decision === "amend" ?
-        resolveWith(params, {
-          amendment: { actionId: payload.id, reviewer: payload.by, encoded: payload.amendment ?? "" }
-        }) :
-        resolve(params)
-      // The note to the model is recorded beside the decision, not after it (its commit overlaps the claim's and the
-      // settle's): durable before the answer, and delivered by a session that opens only once its action reached
-      // the decision's status (`settles`), so a decision that never took effect tells the model nothing.
-      const recording = Effect.gen(function*() {
-        const info = yield* s.pending.get(payload.id)
-        const message: SteeringMessage = {
+      const noteOn = (label: string) =>
+        Effect.map(Clock.currentTimeMillis, (timestamp): SteeringMessage => ({
           customType: decisionType,
-          content: decisionText(payload, {
-            id: payload.id,
-            label: Option.getOrElse(Option.map(info, (i) => i.label), () => payload.id)
-          }),
+          content: decisionText(payload, { id: payload.id, label }),
           details: { actionId: payload.id, by: payload.by, decision: payload.decision, settles: target, steerId },
           display: false,
           attribution: "agent",
-          timestamp: yield* Clock.currentTimeMillis
-        }
-        const inserted = yield* journal.record(session, steerId, message)
-        return { message, inserted }
-      })
-      const [result, beside] = yield* Effect.all([resolving, recording], { concurrency: 2, mode: "either" })
-      // A note that could not be recorded beside the decision is recorded now, before the answer.
-      const note = Either.isRight(beside) ? Effect.succeed(beside.right) : recording
+          timestamp
+        }))
+      // The note to the model is committed in the same transaction as the store write that settles the action:
+      // durable before the answer at no extra commit, and never stored for a decision that did not take effect. If
+      // that transaction fails on the journal's side, the settle is written alone and the note recorded after it.
+      let noted: SteeringMessage | undefined
+      const settleWith: NonNullable<ResolveOptions["settleWith"]> = (settle, action) =>
+        action.id !== payload.id ? settle : Effect.flatMap(noteOn(action.label), (message) =>
+          journal.replaceWith(
+            session,
+            steerId,
+            message,
+            Effect.filterOrFail(settle, (settled) => settled, () => notSettled)
+          ).pipe(
+            Effect.tap(() => Effect.sync(() => (noted = message))),
+            Effect.catchAll((error) => error === notSettled ? Effect.succeed(false) : settle)
+          ))
+      // An amendment reaches the kind's `apply` decoded with its `amendment` Schema (`call.amendment`; the text, the
+      // Schema's encoded form here), and, as in 0.3, as `extra.amendment`.
+      const result = yield* Effect.either(resolveWith(
+        params,
+        payload.decision === "amend" ?
+          {
+            amendment: { actionId: payload.id, reviewer: payload.by, encoded: payload.amendment ?? "" },
+            settleWith
+          } :
+          { settleWith }
+      ))
+      // The note of a decision found already in effect, or of one whose settle's transaction could not record it.
+      const noteFromStore = Effect.flatMap(
+        s.pending.get(payload.id),
+        (info) => noteOn(Option.getOrElse(Option.map(info, (i) => i.label), () => payload.id))
+      )
       if (Either.isLeft(result)) {
         const error = result.left
         // Already in the state this decision asks for: a redelivered decision, or the same one made first by the
         // model or another person. Its recorded outcome is the answer.
         if (error._tag === "PendingActionNotPending" && error.status === target) {
-          const { inserted, message } = yield* note
+          const message = yield* noteFromStore
+          const inserted = yield* journal.record(session, steerId, message)
           // New here, or recorded before but not queued by the open (its action was not settled yet then): queued
           // now, as this decision says (also when the model or another path made the same decision first: the model
           // is told that this person decided so too). Otherwise it is queued or delivered already.
@@ -582,16 +598,15 @@ export const make = (options: Options = {}) =>
             settledBefore: true
           } satisfies DecisionReply
         }
-        // The decision did not take effect: its note goes (one another decision recorded meanwhile stays).
-        if (Either.isRight(beside) && beside.right.inserted) {
-          yield* journal.forget(session, steerId, beside.right.message)
-        }
         return yield* Effect.fail(error)
       }
       // The decision took effect here, now: no open queued its note. One recorded under its id before (this decision
-      // sent again after its runner died, or another decision on the same action that lost) is replaced.
-      const { inserted, message } = yield* note
-      if (!inserted) yield* journal.replace(session, steerId, message)
+      // sent again after its runner died, or another decision on the same action that lost) was replaced.
+      let message = noted
+      if (message === undefined) {
+        message = yield* noteFromStore
+        yield* journal.replace(session, steerId, message)
+      }
       skipped.delete(steerId)
       yield* queue(s, message)
       return {

@@ -143,15 +143,28 @@ export type Fallback<E, R> = (
 
 /**
  * What the process running a reviewer's decision passes to `resolveOr` besides the parameters (which a model
- * controls): `amendment`, the reviewer's amendment of the action it names, decoded with the kind's `amendment`
- * Schema before the claim and given to `apply` as `call.amendment` (ignored for another action, a discard, or a kind
- * that takes none; one that no longer decodes fails with `ApplyFailed` and changes nothing).
+ * controls):
+ *
+ * - `amendment`: the reviewer's amendment of the action it names, decoded with the kind's `amendment` Schema before
+ *   the claim and given to `apply` as `call.amendment` (ignored for another action, a discard, or a kind that takes
+ *   none; one that no longer decodes fails with `ApplyFailed` and changes nothing).
+ * - `settleWith`: wraps each attempt of the store write that settles a durable action once its `apply` (or
+ *   discard) succeeded. `settle` is that write (`true` when it settled the record, `false` when another process had
+ *   recovered it); the wrapper's result is taken as the write's. A cluster session commits the reviewer's note to
+ *   the model in the same transaction as the settle this way: both are stored or neither. A wrapper must run
+ *   `settle` at most once, and must not swallow its failure into `true`.
  *
  * @since 0.4.0
  * @category models
  */
 export interface ResolveOptions {
   readonly amendment?: ActionKind.Amendment | undefined
+  readonly settleWith?:
+    | ((
+      settle: Effect.Effect<boolean, PendingStoreError>,
+      action: { readonly id: string; readonly label: string }
+    ) => Effect.Effect<boolean, PendingStoreError>)
+    | undefined
 }
 
 /**

@@ -1,6 +1,6 @@
 /**
- * The steering journal's writes beside a decision: `replace` puts a decision's own note over one not yet delivered,
- * `forget` removes a note only while it is still the one given and not delivered. In memory, on SQLite and Postgres.
+ * The steering journal's writes for a decision: `replace` puts a decision's own note over one not yet delivered,
+ * `replaceWith` commits it with the settle that runs alongside it, or neither. In memory, on SQLite and Postgres.
  */
 import { LibsqlClient } from "@effect/sql-libsql"
 import { assert, describe, it } from "@effect/vitest"
@@ -61,20 +61,35 @@ describe.each(journals)("SteeringJournal (%s)", (_name, layer) => {
       assert.deepStrictEqual((yield* journal.undelivered("s")).map((e) => e.id), ["decision:pa_2"])
     }).pipe(Effect.provide(layer())))
 
-  it.live("forget removes a note only while it is the one given and not delivered", () =>
+  it.live("replaceWith commits the note with what runs alongside it, or neither", () =>
     Effect.gen(function*() {
       const journal = yield* SteeringJournal
-      const carol = note("carol discarded it")
       const alice = note("alice applied it")
-      yield* journal.record("s", "decision:pa_1", carol)
-      yield* journal.replace("s", "decision:pa_1", alice)
-      yield* journal.forget("s", "decision:pa_1", carol) // another decision's note now: stays
-      assert.isTrue(yield* journal.has("s", "decision:pa_1"))
-      yield* journal.forget("s", "decision:pa_1", alice)
-      assert.isFalse(yield* journal.has("s", "decision:pa_1"))
-      yield* journal.record("s", "decision:pa_3", carol)
-      yield* journal.markDelivered("s", ["decision:pa_3"])
-      yield* journal.forget("s", "decision:pa_3", carol) // delivered: kept (it makes a redelivered steer a no-op)
-      assert.isTrue(yield* journal.has("s", "decision:pa_3"))
+      assert.strictEqual(yield* journal.replaceWith("s", "decision:pa_1", alice, Effect.succeed(7)), 7)
+      assert.deepStrictEqual((yield* journal.undelivered("s")).map((e) => e.id), ["decision:pa_1"])
+      // What runs alongside fails: the note is not stored, and the failure is the caller's.
+      const failed = yield* Effect.flip(
+        journal.replaceWith("s", "decision:pa_2", alice, Effect.fail("settle refused" as const))
+      )
+      assert.strictEqual(failed, "settle refused")
+      assert.isFalse(yield* journal.has("s", "decision:pa_2"))
+      if (_name !== "memory") {
+        // On SQL, a write alongside on the same database is rolled back with the note.
+        const both = journal.replaceWith(
+          "s",
+          "decision:pa_3",
+          alice,
+          Effect.zipRight(journal.record("s", "steer-9", note("a steer")), Effect.fail("refused" as const))
+        )
+        assert.strictEqual(yield* Effect.flip(both), "refused")
+        assert.deepStrictEqual([yield* journal.has("s", "decision:pa_3"), yield* journal.has("s", "steer-9")], [
+          false,
+          false
+        ])
+      }
+      // Over a delivered note it stores nothing, but what runs alongside still runs.
+      yield* journal.markDelivered("s", ["decision:pa_1"])
+      assert.strictEqual(yield* journal.replaceWith("s", "decision:pa_1", note("carol"), Effect.succeed(1)), 1)
+      assert.deepStrictEqual(yield* journal.undelivered("s"), [])
     }).pipe(Effect.provide(layer())))
 })

@@ -81,10 +81,26 @@ const finish = (s: State, entry: Entry, status: PendingStatus, outcome: Entry["o
 
 // Records how a claim ended. Never fails: the world has changed, and a lost write leaves the record
 // `resolving` for recovery to reconcile.
-const settleStore = (s: State, entry: Entry, to: ActionRecords.SettleStatus, outcome: string | undefined) =>
+// `settleWith` (a caller's `ResolveOptions`) wraps each attempt of the write, e.g. in a transaction with its own.
+const settleStore = (
+  s: State,
+  entry: Entry,
+  to: ActionRecords.SettleStatus,
+  outcome: string | undefined,
+  settleWith?: ResolveOptions["settleWith"]
+) =>
   s.store === undefined ? Effect.void : Effect.matchCauseEffect(
     Effect.retry(
-      s.store.settle({ id: entry.id, owner: s.owner, to, outcome: Option.fromNullable(outcome), now: s.now() }),
+      Effect.suspend(() => {
+        const settle = s.store!.settle({
+          id: entry.id,
+          owner: s.owner,
+          to,
+          outcome: Option.fromNullable(outcome),
+          now: s.now()
+        })
+        return settleWith === undefined ? settle : settleWith(settle, { id: entry.id, label: entry.label })
+      }),
       storeRetry
     ),
     {
@@ -112,7 +128,8 @@ const runClaimed = (
   invocation: ResolveParams,
   restore: Restore,
   fiber: Fiber.RuntimeFiber<unknown, unknown>,
-  amendment: Option.Option<unknown>
+  amendment: Option.Option<unknown>,
+  options: ResolveOptions
 ): Effect.Effect<ToolResult.ToolResult, ResolveError> => {
   const run = Invocation.attempt(runner.callbacks, invocation, amendment)
   // Providing the staging context merges it into the caller's (about 3.5 µs, bench/); the usual caller (the same
@@ -134,7 +151,7 @@ const runClaimed = (
       }
       const outcome = outcomeText(result)
       finish(s, entry, done, outcome)
-      return Effect.as(settleStore(s, entry, done, outcome), result)
+      return Effect.as(settleStore(s, entry, done, outcome, options.settleWith), result)
     },
     onFailure: (cause, marker): Effect.Effect<never, ResolveError> => {
       // Settle first: nothing below may leave the action `resolving`.
@@ -202,7 +219,7 @@ const claimInStore = (
       }
       if (Option.isSome(claimed)) {
         entry.attempts = claimed.value.attempts
-        return runClaimed(s, entry, runner, invocation, restore, fiber, amendment)
+        return runClaimed(s, entry, runner, invocation, restore, fiber, amendment, options)
       }
       // Another process won, or the record left `pending` meanwhile: take the store's view, and say why. A
       // record still `pending` refused a claim only because it expired.
@@ -379,7 +396,7 @@ const invoke = (
       publish(s, entry)
       try {
         return store === undefined ?
-          runClaimed(s, entry, runner, invocation, restore, fiber, amendment.right) :
+          runClaimed(s, entry, runner, invocation, restore, fiber, amendment.right, options) :
           claimInStore(s, entry, runner, invocation, restore, fiber, store, amendment.right, options)
       } catch (defect) {
         // Unreachable by design (callbacks are called through `Invocation.attempt`); the claim is undone.
