@@ -149,10 +149,11 @@ export type Fallback<E, R> = (
  *   the claim and given to `apply` as `call.amendment` (ignored for another action, a discard, or a kind that takes
  *   none; one that no longer decodes fails with `ApplyFailed` and changes nothing).
  * - `settleWith`: wraps each attempt of the store write that settles a durable action once its `apply` (or
- *   discard) succeeded. `settle` is that write (`true` when it settled the record, `false` when another process had
- *   recovered it); the wrapper's result is taken as the write's. A cluster session commits the reviewer's note to
- *   the model in the same transaction as the settle this way: both are stored or neither. A wrapper must run
- *   `settle` at most once, and must not swallow its failure into `true`.
+ *   discard) succeeded (`action.outcome`: the result's text, as stored). `settle` is that write (`true` when it
+ *   settled the record, `false` when another process had recovered it); the wrapper's result is taken as the
+ *   write's. The approval inbox completes the reviewer's decision in the same transaction as the settle this way
+ *   (`PendingStore.transaction`), and a cluster session commits the reviewer's note to the model with it: both are
+ *   stored or neither. A wrapper must run `settle` at most once, and must not turn its failure into `true`.
  *
  * @since 0.4.0
  * @category models
@@ -162,7 +163,7 @@ export interface ResolveOptions {
   readonly settleWith?:
     | ((
       settle: Effect.Effect<boolean, PendingStoreError>,
-      action: { readonly id: string; readonly label: string }
+      action: { readonly id: string; readonly label: string; readonly outcome: string }
     ) => Effect.Effect<boolean, PendingStoreError>)
     | undefined
 }

@@ -326,6 +326,15 @@ export declare namespace PendingStore {
      * @since 0.4.0
      */
     readonly fenced: (fence: PendingStore.Fence) => PendingStore.Service
+    /**
+     * Runs `effect` with this store's writes in one transaction: all of them are committed or none is (`effect`
+     * failing rolls them back), at the cost of one commit. On SQL, every statement `effect` runs on the store's
+     * `SqlClient` joins it (keep another database's work out of it); the memory store runs `effect` as it is (each
+     * write atomic on its own, nothing rolled back). A failure to begin or commit is a `PendingStoreError`.
+     *
+     * @since 0.4.0
+     */
+    readonly transaction: <A, E, R>(effect: Effect.Effect<A, E, R>) => Effect.Effect<A, E | PendingStoreError, R>
   }
 }
 

@@ -28,7 +28,7 @@
  * @since 0.2.0
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import type { SqlError } from "@effect/sql/SqlError"
+import { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
@@ -38,7 +38,7 @@ import { PendingStore, type PendingStoreError } from "../services/PendingStore.j
 import { makeSqlStore } from "./internal/sqlContext.js"
 import { makeInbox } from "./internal/sqlInbox.js"
 import { makeRecords } from "./internal/sqlRecords.js"
-import { readFailed } from "./internal/sqlRows.js"
+import { readFailed, writeFailed } from "./internal/sqlRows.js"
 import { changesChannel, migrate } from "./internal/sqlSchema.js"
 import { makeConversations, makeLeases, makeOwners } from "./internal/sqlSessions.js"
 import { escapingClient } from "./internal/sqlText.js"
@@ -96,6 +96,13 @@ const build = (
         (done) => done ? Effect.succeed(true) : store.unlessFenced("completeDecision", false)
       ),
     fenced: (other) => build(sql, other, changed),
+    // Beginning or committing failed: nothing was committed.
+    transaction: (effect) =>
+      Effect.catchIf(
+        sql.withTransaction(effect),
+        (error): error is SqlError => error instanceof SqlError,
+        (error) => Effect.fail(writeFailed("transaction")(error))
+      ),
     changed
   })
 }

@@ -116,7 +116,7 @@ export const conformance = (subject: ConformanceSubject): void => {
       it.live(title, () => Effect.flatMap(fromParts, body).pipe(Effect.provide(subject.layer())))
 
     describe("the parts", () => {
-      it.live("each part holds exactly its methods; together they are the whole store but fenced", () =>
+      it.live("each part holds exactly its methods; together they are the whole store but fenced and transaction", () =>
         Effect.gen(function*() {
           const all = yield* parts
           const store = yield* PendingStore
@@ -127,8 +127,28 @@ export const conformance = (subject: ConformanceSubject): void => {
             for (const method of methods) assert.isDefined((part as Record<string, unknown>)[method], name)
             held.push(...methods)
           }
-          assert.deepStrictEqual(held.sort(), Object.keys(store).filter((key) => key !== "fenced").sort())
+          assert.deepStrictEqual(
+            held.sort(),
+            Object.keys(store).filter((key) => key !== "fenced" && key !== "transaction").sort()
+          )
           assert.strictEqual(new Set(held).size, held.length, "no method is in two parts")
+        }).pipe(Effect.provide(subject.layer())))
+
+      it.live("transaction: its writes are committed together; on SQL, a failure rolls them all back", () =>
+        Effect.gen(function*() {
+          const store = yield* PendingStore
+          const both = Effect.zipRight(store.insert(record("t1")), store.insert(record("t2")))
+          assert.strictEqual(yield* store.transaction(Effect.as(both, 7)), 7)
+          assert.deepStrictEqual((yield* store.getActions(["t1", "t2"])).map((item) => item.record.id).sort(), [
+            "t1",
+            "t2"
+          ])
+          const failed = yield* Effect.flip(
+            store.transaction(Effect.zipRight(store.insert(record("t3")), Effect.fail("refused" as const)))
+          )
+          assert.strictEqual(failed, "refused")
+          // The memory store has no rollback: each of its writes is atomic on its own.
+          assert.strictEqual(Option.isSome(yield* store.get("t3")), subject.name === "memory")
         }).pipe(Effect.provide(subject.layer())))
 
       it.live("the parts are views on one store: what one writes, the others and PendingStore read", () =>

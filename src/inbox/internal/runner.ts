@@ -22,8 +22,9 @@ import type { InvalidOptions } from "../../domain/InvalidOptions.js"
 import { isTerminal, type PendingRecord } from "../../domain/PendingRecord.js"
 import * as ToolResult from "../../domain/ToolResult.js"
 import { capText, messageOf } from "../../internal/render.js"
+import type { ResolveOptions } from "../../services/PendingActions.js"
 import type { PendingStore } from "../../services/PendingStore.js"
-import { resolve, resolveAmended, type ResolveServices } from "../../tools/Resolve.js"
+import { type ResolveServices, resolveWith } from "../../tools/Resolve.js"
 
 /** What running a decision did. */
 export interface RunOutcome {
@@ -97,19 +98,43 @@ export const make = (options: RunnerOptions) => {
         )
       }
       const params = { action: decision.action, reason: decision.reason, id: decision.actionId } as const
-      const program = decision.action === "apply" && decision.amendment !== null ?
-        resolveAmended(params, {
-          actionId: decision.actionId,
-          reviewer: decision.reviewer,
-          encoded: decision.amendment
-        }) :
-        resolve(params)
+      // The decision is completed in the same transaction as the settle of its action: one commit for both. If that
+      // transaction fails, the settle is written alone (as any resolve's) and the decision completed after it.
+      let completed = false
+      const settleWith: NonNullable<ResolveOptions["settleWith"]> = (settle, action) =>
+        action.id !== decision.actionId ? settle : Effect.catchAll(
+          store.transaction(Effect.flatMap(settle, (settled) =>
+            settled ?
+              Effect.as(
+                Effect.tap(
+                  store.completeDecision({
+                    id: decision.id,
+                    state: "done",
+                    outcome: capText(action.outcome, outcomeMax),
+                    by: instance,
+                    now: now()
+                  }),
+                  (done) => Effect.sync(() => (completed = done))
+                ),
+                true
+              ) :
+              Effect.succeed(false))),
+          () => settle
+        )
+      const program = resolveWith(params, {
+        settleWith,
+        ...(decision.action === "apply" && decision.amendment !== null ?
+          {
+            amendment: { actionId: decision.actionId, reviewer: decision.reviewer, encoded: decision.amendment }
+          } :
+          {})
+      })
       const exit = yield* Effect.exit(
         Effect.provide(program, session.right)
       )
       if (Exit.isSuccess(exit)) {
         const message = ToolResult.textOf(exit.value)
-        yield* complete(decision, "done", message)
+        if (!completed) yield* complete(decision, "done", message)
         return { outcome: decision.action === "apply" ? "applied" : "discarded", message } as const
       }
       const failure = Cause.failureOption(exit.cause)

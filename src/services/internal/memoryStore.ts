@@ -304,6 +304,8 @@ export const makeMemory = (): PendingStore.Service => {
     acquire,
     owner: (session) => Effect.sync(() => Option.fromNullable(owners.get(session))),
     fenced: (fence) => fencedMemory(store, fence, () => owners.get(fence.session)?.epoch),
+    // Each write is atomic on its own; nothing is rolled back.
+    transaction: (effect) => effect,
     insert,
     get: (id) => Effect.sync(() => Option.fromNullable(records.get(id))),
     list: (session) => Effect.sync(() => sorted(bySession.get(session))),

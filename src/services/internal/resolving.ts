@@ -99,7 +99,9 @@ const settleStore = (
           outcome: Option.fromNullable(outcome),
           now: s.now()
         })
-        return settleWith === undefined ? settle : settleWith(settle, { id: entry.id, label: entry.label })
+        return settleWith === undefined ?
+          settle :
+          settleWith(settle, { id: entry.id, label: entry.label, outcome: outcome ?? "" })
       }),
       storeRetry
     ),
