@@ -1,0 +1,85 @@
+/**
+ * An inbox decision is completed in the same transaction as the settle of its action (issue 28: fewer commits per
+ * decision), on every store: the action applied once and its decision `done` with the apply's result; and when that
+ * transaction fails on the decision's side, the settle is written alone and the decision completed after it, so the
+ * action is never left `resolving` and never applied twice.
+ */
+import { assert, describe, it } from "@effect/vitest"
+import { Effect, Layer, Option, Schema } from "effect"
+import { afterAll } from "vitest"
+import { ActionKind, PendingStore, PendingStoreError, ResolveRuntime, stageKind, ToolResult } from "../../src/index.js"
+import { subjects, tempDir } from "../stores/subjects.js"
+import { post, startInbox, tokens } from "../support/inbox.js"
+import { postgresForTests, postgresSuiteName } from "../support/pgTest.js"
+
+const pg = await postgresForTests()
+const tmp = tempDir()
+afterAll(() => tmp.cleanup())
+
+const setup = (layer: () => Layer.Layer<PendingStore, unknown>, failCompletions: number) =>
+  Effect.gen(function*() {
+    const applied: Array<string> = []
+    const Note = ActionKind.make({
+      name: "note",
+      payload: Schema.Struct({ text: Schema.String }),
+      apply: ({ text }) => Effect.sync(() => applied.push(text)).pipe(Effect.as(ToolResult.text(`Noted ${text}.`)))
+    })
+    const inner = yield* Effect.provide(PendingStore, yield* Layer.build(layer()))
+    let failures = failCompletions
+    const completions: Array<boolean> = []
+    const store: PendingStore.Service = {
+      ...inner,
+      completeDecision: (input) =>
+        failures-- > 0 ?
+          Effect.fail(new PendingStoreError({ operation: "completeDecision", detail: "the database went away" })) :
+          Effect.tap(inner.completeDecision(input), (done) => Effect.sync(() => completions.push(done)))
+    }
+    const storeLayer = Layer.succeed(PendingStore, store)
+    const running = yield* Effect.acquireRelease(
+      Effect.promise(() => startInbox({ store: storeLayer, kinds: [Note] })),
+      (r) => Effect.promise(() => r.close())
+    )
+    const session = yield* Layer.build(
+      ResolveRuntime.layerDurable({ session: "agent", kinds: [Note] }).pipe(Layer.provideMerge(storeLayer))
+    )
+    const handle = yield* Effect.provide(
+      stageKind(Note, { text: "a" }, { label: "Note: a", sourceToolName: "note" }),
+      session
+    )
+    return { applied, completions, inner, running, id: handle.id }
+  })
+
+for (const subject of subjects(tmp.dir, pg)) {
+  const name = subject.name === "postgres" ? postgresSuiteName("postgres", pg) : subject.name
+  describe.skipIf(subject.skipReason !== undefined)(`inbox decision and settle: ${name}`, () => {
+    it.scoped("applied once; the decision done with the apply's result, completed with the settle", () =>
+      Effect.gen(function*() {
+        const { applied, completions, id, inner, running } = yield* setup(subject.layer, 0)
+        const answer = yield* Effect.promise(() =>
+          post(running, `/api/actions/${id}/decision`, tokens.owner, { action: "apply", reason: "Fine." })
+        )
+        assert.strictEqual(answer.status, 200, answer.text)
+        assert.strictEqual(answer.json.outcome, "applied")
+        assert.deepStrictEqual(applied, ["a"])
+        assert.deepStrictEqual(completions, [true], "one completion: the one in the settle's transaction")
+        const record = Option.getOrThrow(yield* inner.get(id))
+        const [decision] = yield* inner.decisions(id)
+        assert.deepStrictEqual([record.status, decision?.state, decision?.outcome], ["applied", "done", "Noted a."])
+      }))
+
+    it.scoped("a completion that fails in the settle's transaction: settled alone, completed after, applied once", () =>
+      Effect.gen(function*() {
+        const { applied, completions, id, inner, running } = yield* setup(subject.layer, 1)
+        const answer = yield* Effect.promise(() =>
+          post(running, `/api/actions/${id}/decision`, tokens.owner, { action: "apply", reason: "Fine." })
+        )
+        assert.strictEqual(answer.status, 200, answer.text)
+        assert.strictEqual(answer.json.outcome, "applied")
+        assert.deepStrictEqual(applied, ["a"])
+        assert.deepStrictEqual(completions, [true])
+        const record = Option.getOrThrow(yield* inner.get(id))
+        const [decision] = yield* inner.decisions(id)
+        assert.deepStrictEqual([record.status, decision?.state, decision?.outcome], ["applied", "done", "Noted a."])
+      }))
+  })
+}
