@@ -23,7 +23,8 @@ import { isTerminal } from "../../domain/PendingRecord.js"
 import type { SteeringMessage } from "../../domain/SteeringMessage.js"
 import * as ToolResult from "../../domain/ToolResult.js"
 import { capText, messageOf } from "../../internal/render.js"
-import { resolve, resolveAmended } from "../../tools/Resolve.js"
+import { completingWithSettle, outcomeMax } from "../../services/internal/decisionSettle.js"
+import { resolveWith } from "../../tools/Resolve.js"
 import type { Session } from "./session.js"
 
 /** The steering message's `customType`. */
@@ -63,18 +64,32 @@ const steering = (decision: Decision, now: number): SteeringMessage => ({
 const runOne = (session: Session, decision: Decision): Effect.Effect<Option.Option<Decision>, PendingStoreError> =>
   Effect.gen(function*() {
     const store = session.store!
+    const by = `session:${session.id}`
     const params = { action: decision.action, reason: decision.reason, id: decision.actionId } as const
-    const program = decision.action === "apply" && decision.amendment !== null ?
-      resolveAmended(params, {
-        actionId: decision.actionId,
-        reviewer: decision.reviewer,
-        encoded: decision.amendment
-      }) :
-      resolve(params)
+    // The decision is completed in the same transaction as the settle of its action (or after it, if that fails).
+    const { completion, settleWith } = completingWithSettle(store, decision, by, Clock.currentTimeMillis)
+    const program = resolveWith(params, {
+      settleWith,
+      ...(decision.action === "apply" && decision.amendment !== null ?
+        { amendment: { actionId: decision.actionId, reviewer: decision.reviewer, encoded: decision.amendment } } :
+        {})
+    })
     const exit = yield* Effect.exit(Effect.provide(program, session.runtime))
     let state: "done" | "failed"
     let outcome: string
     if (Exit.isSuccess(exit)) {
+      const completed = completion()
+      if (completed !== undefined) {
+        return completed.completed ?
+          Option.some<Decision>({
+            ...decision,
+            state: "done",
+            outcome: completed.outcome,
+            settledAt: completed.at,
+            settledBy: by
+          }) :
+          Option.none()
+      }
       state = "done"
       outcome = ToolResult.textOf(exit.value)
     } else {
@@ -93,11 +108,10 @@ const runOne = (session: Session, decision: Decision): Effect.Effect<Option.Opti
       outcome = messageOf(error)
     }
     const now = yield* Clock.currentTimeMillis
-    const by = `session:${session.id}`
     const completed = yield* store.completeDecision({
       id: decision.id,
       state,
-      outcome: capText(outcome, 4_000),
+      outcome: capText(outcome, outcomeMax),
       by,
       now
     })

@@ -22,7 +22,7 @@ import type { InvalidOptions } from "../../domain/InvalidOptions.js"
 import { isTerminal, type PendingRecord } from "../../domain/PendingRecord.js"
 import * as ToolResult from "../../domain/ToolResult.js"
 import { capText, messageOf } from "../../internal/render.js"
-import type { ResolveOptions } from "../../services/PendingActions.js"
+import { completingWithSettle, outcomeMax } from "../../services/internal/decisionSettle.js"
 import type { PendingStore } from "../../services/PendingStore.js"
 import { type ResolveServices, resolveWith } from "../../tools/Resolve.js"
 
@@ -31,9 +31,6 @@ export interface RunOutcome {
   readonly outcome: "applied" | "discarded" | "failed" | "requested"
   readonly message: string
 }
-
-/** The most characters of a decision's outcome kept. */
-const outcomeMax = 4_000
 
 /** What a runner needs: the store, the inbox's sessions by name, who it is, its clock, scope and feed's nudge. */
 export interface RunnerOptions {
@@ -98,29 +95,8 @@ export const make = (options: RunnerOptions) => {
         )
       }
       const params = { action: decision.action, reason: decision.reason, id: decision.actionId } as const
-      // The decision is completed in the same transaction as the settle of its action: one commit for both. If that
-      // transaction fails, the settle is written alone (as any resolve's) and the decision completed after it.
-      let completed = false
-      const settleWith: NonNullable<ResolveOptions["settleWith"]> = (settle, action) =>
-        action.id !== decision.actionId ? settle : Effect.catchAll(
-          store.transaction(Effect.flatMap(settle, (settled) =>
-            settled ?
-              Effect.as(
-                Effect.tap(
-                  store.completeDecision({
-                    id: decision.id,
-                    state: "done",
-                    outcome: capText(action.outcome, outcomeMax),
-                    by: instance,
-                    now: now()
-                  }),
-                  (done) => Effect.sync(() => (completed = done))
-                ),
-                true
-              ) :
-              Effect.succeed(false))),
-          () => settle
-        )
+      // The decision is completed in the same transaction as the settle of its action (or after it, if that fails).
+      const { completion, settleWith } = completingWithSettle(store, decision, instance, Effect.sync(now))
       const program = resolveWith(params, {
         settleWith,
         ...(decision.action === "apply" && decision.amendment !== null ?
@@ -134,7 +110,7 @@ export const make = (options: RunnerOptions) => {
       )
       if (Exit.isSuccess(exit)) {
         const message = ToolResult.textOf(exit.value)
-        if (!completed) yield* complete(decision, "done", message)
+        if (completion() === undefined) yield* complete(decision, "done", message)
         return { outcome: decision.action === "apply" ? "applied" : "discarded", message } as const
       }
       const failure = Cause.failureOption(exit.cause)
