@@ -628,10 +628,9 @@ export const make = (
               leftRequested(`Recorded; the store failed while running it (${error.detail}). The inbox tries again.`)
             )
         )
-        const decision = yield* Effect.orElseSucceed(
-          store.getDecision(recorded.decision.id),
-          () => Option.some(recorded.decision)
-        )
+        const decision = ran.completed !== undefined ?
+          Option.some(ran.completed) :
+          yield* Effect.orElseSucceed(store.getDecision(recorded.decision.id), () => Option.some(recorded.decision))
         const result: DecisionResult = {
           outcome: ran.outcome,
           message: ran.message,

@@ -65,6 +65,8 @@ for (const subject of subjects(tmp.dir, pg)) {
         const record = Option.getOrThrow(yield* inner.get(id))
         const [decision] = yield* inner.decisions(id)
         assert.deepStrictEqual([record.status, decision?.state, decision?.outcome], ["applied", "done", "Noted a."])
+        // The answer shows the decision as stored, without reading it back.
+        assert.deepStrictEqual([answer.json.decision.state, answer.json.decision.outcome], ["done", "Noted a."])
       }))
 
     it.scoped("a completion that fails in the settle's transaction: settled alone, completed after, applied once", () =>

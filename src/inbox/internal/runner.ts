@@ -30,6 +30,8 @@ import { type ResolveServices, resolveWith } from "../../tools/Resolve.js"
 export interface RunOutcome {
   readonly outcome: "applied" | "discarded" | "failed" | "requested"
   readonly message: string
+  /** The decision as this run completed it, when it knows (completed in its action's settle transaction). */
+  readonly completed?: DecisionModel.Decision | undefined
 }
 
 /** What a runner needs: the store, the inbox's sessions by name, who it is, its clock, scope and feed's nudge. */
@@ -110,8 +112,16 @@ export const make = (options: RunnerOptions) => {
       )
       if (Exit.isSuccess(exit)) {
         const message = ToolResult.textOf(exit.value)
-        if (completion() === undefined) yield* complete(decision, "done", message)
-        return { outcome: decision.action === "apply" ? "applied" : "discarded", message } as const
+        const completed = completion()
+        if (completed === undefined) yield* complete(decision, "done", message)
+        const outcome: RunOutcome = {
+          outcome: decision.action === "apply" ? "applied" : "discarded",
+          message,
+          completed: completed?.completed === true ?
+            { ...decision, state: "done", outcome: completed.outcome, settledAt: completed.at, settledBy: instance } :
+            undefined
+        }
+        return outcome
       }
       const failure = Cause.failureOption(exit.cause)
       if (Option.isNone(failure)) {
