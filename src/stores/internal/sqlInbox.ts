@@ -150,6 +150,13 @@ export const makeInbox = (
   const open = sql.literal(openCondition)
   const join = sql.literal(requestedJoin)
   const newestFirst = sql.literal("ORDER BY created_at DESC, seq DESC")
+  // SQLite has no statistics unless ANALYZE ran: it would sort every open record for a page, and read every open row
+  // to count the snoozed ones. These name the partial indexes made for them (Postgres's planner has statistics).
+  const onSqlite = (text: string) => sql.literal(sql.onDialectOrElse({ sqlite: () => text, orElse: () => "" }))
+  const openIndex = onSqlite("INDEXED BY effect_resolve_pending_open_all")
+  const snoozedIndex = onSqlite("INDEXED BY effect_resolve_pending_snoozed")
+  // SQLite's CROSS JOIN keeps the decisions as the outer loop: the few requested ones, each finding its record.
+  const decisionsFirst = sql.literal(sql.onDialectOrElse({ sqlite: () => "CROSS JOIN", orElse: () => "JOIN" }))
 
   const listActions = (query: PendingStore.ActionQuery) =>
     Effect.suspend(() => {
@@ -180,8 +187,11 @@ export const makeInbox = (
         statuses.map((status) => [sql`status = ${status}`]) :
         [[]]
       const limit = query.limit + 1
+      // The default listing (every open record of every session) reads the open records' index in order.
       const selects = branches.map((key) =>
-        sql`SELECT seq, ${recordCols}, snoozed_until FROM effect_resolve_pending
+        sql`SELECT seq, ${recordCols}, snoozed_until FROM effect_resolve_pending ${
+          key.length === 0 && openOnly ? openIndex : sql.literal("")
+        }
           WHERE ${sql.and([...key, ...residual])} ${newestFirst} LIMIT ${limit}`
       )
       const page = selects.length === 1 ?
@@ -214,19 +224,39 @@ export const makeInbox = (
         ...(query.sessions === undefined ? [] : [sql`p.session IN ${sql.in([...new Set(query.sessions)])}`]),
         ...(query.kinds === undefined ? [] : [sql`p.kind IN ${sql.in([...new Set(query.kinds)])}`])
       ]
+      // Three small counts instead of one pass over every open record with its snooze and decision: all open
+      // records by status (an index-only count), the snoozed ones (their partial index: few), and those with a
+      // requested decision (from the decisions' partial index: few). SQLite is told which index and which join order
+      // to use; without statistics it would read every open row for the last two.
+      const where = sql.and(conditions)
       const statement = sql<
-        { readonly status: unknown; readonly snoozed: unknown; readonly requested: unknown; readonly n: unknown }
-      >`SELECT p.status AS status,
-          CASE WHEN p.snoozed_until > ${query.now} THEN 1 ELSE 0 END AS snoozed,
-          CASE WHEN d.id IS NULL THEN 0 ELSE 1 END AS requested,
-          count(*) AS n
-        FROM effect_resolve_pending p ${join}
-        WHERE ${sql.and(conditions)}
-        GROUP BY 1, 2, 3`
+        { readonly part: unknown; readonly status: unknown; readonly snoozed: unknown; readonly n: unknown }
+      >`SELECT 'all' AS part, p.status AS status, 0 AS snoozed, count(*) AS n
+          FROM effect_resolve_pending p WHERE ${where} GROUP BY p.status
+        UNION ALL
+        SELECT 'snoozed', p.status, 1, count(*) FROM effect_resolve_pending p ${snoozedIndex}
+          WHERE ${sql.literal(snoozedCondition)} AND ${where} AND p.snoozed_until > ${query.now} GROUP BY p.status
+        UNION ALL
+        SELECT 'requested', p.status, CASE WHEN p.snoozed_until > ${query.now} THEN 1 ELSE 0 END, count(*)
+          FROM effect_resolve_decisions d ${decisionsFirst} effect_resolve_pending p ON p.id = d.action_id
+          WHERE d.state = 'requested' AND ${where} GROUP BY 2, 3`
       return Effect.map(run("countActions", statement.withoutTransform), (rows) => {
-        const counts = { pending: 0, requested: 0, snoozed: 0, resolving: 0, orphaned: 0, conflict: 0 }
+        const parts = new Map<PendingStatus, { all: number; snoozed: number; requested: [number, number] }>()
         for (const row of rows) {
-          tally(counts, row.status as PendingStatus, seqOf(row.snoozed) === 1, seqOf(row.requested) === 1, seqOf(row.n))
+          const status = row.status as PendingStatus
+          let part = parts.get(status)
+          if (part === undefined) parts.set(status, part = { all: 0, snoozed: 0, requested: [0, 0] })
+          const n = seqOf(row.n)
+          if (row.part === "all") part.all += n
+          else if (row.part === "snoozed") part.snoozed += n
+          else part.requested[seqOf(row.snoozed) === 1 ? 1 : 0] += n
+        }
+        const counts = { pending: 0, requested: 0, snoozed: 0, resolving: 0, orphaned: 0, conflict: 0 }
+        for (const [status, { all, requested, snoozed }] of parts) {
+          tally(counts, status, true, true, requested[1])
+          tally(counts, status, false, true, requested[0])
+          tally(counts, status, true, false, snoozed - requested[1])
+          tally(counts, status, false, false, all - snoozed - requested[0])
         }
         return counts
       })

@@ -255,6 +255,17 @@ export const inboxConformance = (test: PartTest): void => {
           orphaned: 0,
           conflict: 1
         })
+        // Decided and snoozed (r02, r15): counted as requested only, never as snoozed or pending too.
+        yield* store.snooze({ id: "r02", until: Option.some(T0 + 10), now: T0 })
+        yield* store.snooze({ id: "r15", until: Option.some(T0 + 10), now: T0 })
+        deepStrictEqual(yield* store.countActions({ now: T0 }), {
+          pending: 7,
+          requested: 2,
+          snoozed: 2,
+          resolving: 3,
+          orphaned: 3,
+          conflict: 3
+        })
       }))
 
     test("bad input to the inbox's methods fails typed and changes nothing", (store) =>
