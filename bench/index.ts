@@ -35,6 +35,14 @@ const started = Date.now()
 const rows: Array<Row> = []
 const checks: Array<string> = []
 
+// Where the run's time goes: as each section ends, its time on stderr (`bench: <section> <s> s`), apart from the table.
+let sectionStart = Date.now()
+const endSection = (name: string) => {
+  const now = Date.now()
+  process.stderr.write(`bench: ${name} ${((now - sectionStart) / 1000).toFixed(1)} s\n`)
+  sectionStart = now
+}
+
 // A smoke run judges nothing: its figures, short and often on a loaded machine, mean little.
 const verdict = (ok: boolean) => quick ? "not judged (smoke run)" : ok ? "ok" : "MISSED"
 
@@ -61,6 +69,8 @@ for (const now of [false, true]) {
   }
 }
 
+endSection("queue")
+
 // Resolve round trip through ResolveTool.execute, against the floor's 3-step cycle.
 {
   const floor3 = floorProgram(cycles, 3)
@@ -78,6 +88,8 @@ for (const now of [false, true]) {
   })
   if (!ok) checks.push("resolve round trip")
 }
+
+endSection("resolve")
 
 // Memory.
 {
@@ -111,8 +123,12 @@ for (const now of [false, true]) {
   if (!flat) checks.push("heap growth")
 }
 
+endSection("heap")
+
 // Scripted agent sessions through the turn driver, when it is available.
 rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
+
+endSection("sessions")
 
 // Parallel tool calls: an N-file change in model requests and tool_choice changes (bench/parallel.ts).
 {
@@ -121,12 +137,16 @@ rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
   checks.push(...parallel.missed)
 }
 
+endSection("parallel")
+
 // The edit producer on real files: previews and applies against plain fs reads and writes (bench/edit.ts).
 {
   const edit = await editFigures({ quick, repeats })
   rows.push(...edit.rows)
   checks.push(...edit.missed)
 }
+
+endSection("edit")
 
 // The durable store: a round trip through a SQLite file and Postgres (when reachable), against the same row writes
 // by hand, one transaction each (bench/store.ts).
@@ -172,6 +192,8 @@ rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
   }
 }
 
+endSection("store")
+
 // A long-running server: a long session's history costs its turns nothing; sessions that come and go leave no
 // memory behind (bench/history.ts).
 {
@@ -179,6 +201,8 @@ rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
   rows.push(...history.rows)
   checks.push(...history.missed)
 }
+
+endSection("history")
 
 // The approval inbox over HTTP on a SQLite file, against plain node:http handlers doing the same SQL
 // (bench/inbox.ts).
@@ -188,6 +212,8 @@ rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
   checks.push(...inbox.missed)
 }
 
+endSection("inbox")
+
 // The MCP server: a preview + resolve round trip through the stdio server against the same calls in process
 // (bench/mcp.ts).
 {
@@ -195,6 +221,8 @@ rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
   rows.push(...mcp.rows)
   checks.push(...mcp.missed)
 }
+
+endSection("mcp")
 
 // Sessions on @effect/cluster: a person's decision through two runner processes and SingleRunner against the plain
 // durable session, and a runner's SIGKILL until its sessions answer again (bench/cluster.ts).
@@ -204,6 +232,7 @@ rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
   checks.push(...cluster.missed)
 }
 
+endSection("cluster")
 console.log(`\neffect-resolve benchmarks (node ${process.version}, ${cycles} cycles × ${repeats} runs per figure)\n`)
 printTable(rows)
 console.log(
