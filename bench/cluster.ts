@@ -25,9 +25,10 @@ import { ScriptedModel } from "../dist/ai.js"
 import { SessionAgent, SessionClient, SessionCluster } from "../dist/cluster.js"
 import { PendingStore, ResolveRuntime, ResolveTool, stageKind } from "../dist/index.js"
 import { PostgresStore } from "../dist/postgres.js"
-import { findBinaries, freePort, freshSchema, type Server, startServer, stopServer } from "../test/support/postgres.js"
+import { type Availability, freePort, freshSchema } from "../test/support/postgres.js"
 import { Note } from "./clusterNote.js"
 import { median, printTable, ratio, type Row } from "./harness.js"
+import { withPostgres } from "./postgres.js"
 
 const quick = process.env.BENCH_QUICK !== undefined && process.env.BENCH_QUICK !== ""
 const showSamples = process.env.BENCH_SAMPLES === "1"
@@ -226,24 +227,17 @@ const cluster = (url: string) =>
 
 // ---- The rows ----------------------------------------------------------------------------------------------------
 
-/** The cluster's rows, and the targets missed; `skipped` when no Postgres is reachable. */
-export const clusterFigures = async (): Promise<{
+/**
+ * The cluster's rows, and the targets missed; `skipped` when no Postgres is reachable. `postgres`: the server
+ * (default: `EFFECT_RESOLVE_PG_URL`, else one started for these rows).
+ */
+export const clusterFigures = (postgres?: Availability): Promise<{
   readonly rows: ReadonlyArray<Row>
   readonly missed: ReadonlyArray<string>
-}> => {
-  let server: Server | undefined
-  let url = process.env.EFFECT_RESOLVE_PG_URL
-  if (url === undefined || url === "") {
-    if (findBinaries() === undefined) return { rows: [skippedRow("no Postgres binaries (initdb, pg_ctl)")], missed: [] }
-    try {
-      server = await startServer({ durable: true })
-    } catch (error) {
-      return { rows: [skippedRow(`could not start Postgres: ${String(error).split("\n")[0]}`)], missed: [] }
-    }
-    url = server.url
-  }
-  try {
-    const schema = () => Effect.runPromise(freshSchema(url!) as Effect.Effect<string>)
+}> =>
+  withPostgres(postgres, async (postgres) => {
+    if (postgres._tag === "Unavailable") return { rows: [skippedRow(postgres.reason)], missed: [] }
+    const schema = () => Effect.runPromise(freshSchema(postgres.url) as Effect.Effect<string>)
     const plain = await Effect.runPromise(plainDurable(await schema()))
     const one = await Effect.runPromise(single(await schema()))
     const two = await Effect.runPromise(cluster(await schema()))
@@ -301,10 +295,7 @@ export const clusterFigures = async (): Promise<{
       }
     ]
     return { rows, missed: quick || within ? [] : ["decide through the cluster"] }
-  } finally {
-    if (server !== undefined) await stopServer(server)
-  }
-}
+  })
 
 const skippedRow = (reason: string): Row => ({
   name: "cluster",

@@ -42,8 +42,9 @@ import {
 import { StandingResolveHandler } from "../dist/services/StandingResolveHandler.js"
 import * as PostgresStore from "../dist/stores/PostgresStore.js"
 import * as SqlPendingStore from "../dist/stores/SqlPendingStore.js"
-import { findBinaries, freshSchema, type Server, startServer, stopServer } from "../test/support/postgres.js"
+import { type Availability, freshSchema } from "../test/support/postgres.js"
 import { bytes, compareMediansAsync, median, ratio, type Row, settledHeap, us } from "./harness.js"
+import { withPostgres } from "./postgres.js"
 
 const Note = ActionKind.make({
   name: "note",
@@ -178,7 +179,12 @@ const sessionHeap = async (sessions: number) => {
 
 /** The rows of this file; `missed` names the targets missed. */
 export const historyFigures = async (
-  options: { readonly quick: boolean; readonly repeats: number }
+  options: {
+    readonly quick: boolean
+    readonly repeats: number
+    /** The Postgres server (default: `EFFECT_RESOLVE_PG_URL`, else one started for these figures). */
+    readonly postgres?: Availability
+  }
 ): Promise<{ readonly rows: ReadonlyArray<Row>; readonly missed: ReadonlyArray<string> }> => {
   const long = options.quick ? 10_000 : 100_000
   const rows: Array<Row> = []
@@ -226,20 +232,11 @@ export const historyFigures = async (
     fs.rmSync(dir, { recursive: true, force: true })
   }
 
-  let url = process.env.EFFECT_RESOLVE_PG_URL
-  let server: Server | undefined
-  if ((url === undefined || url === "") && findBinaries() !== undefined) {
-    server = await startServer({ durable: true }).catch(() => undefined)
-    url = server?.url
-  }
-  try {
-    if (url !== undefined && url !== "") {
-      const schemaUrl = await Effect.runPromise(freshSchema(url))
-      report("Postgres", await measureStore(PostgresStore.layerClient({ url: schemaUrl }), long, options.repeats))
-    }
-  } finally {
-    if (server !== undefined) await stopServer(server)
-  }
+  await withPostgres(options.postgres, async (postgres) => {
+    if (postgres._tag === "Unavailable") return
+    const schemaUrl = await Effect.runPromise(freshSchema(postgres.url))
+    report("Postgres", await measureStore(PostgresStore.layerClient({ url: schemaUrl }), long, options.repeats))
+  })
 
   const sessions = options.quick ? 10_000 : 100_000
   const heaps = await sessionHeap(sessions)

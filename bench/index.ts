@@ -23,6 +23,7 @@ import { historyFigures } from "./history.js"
 import { inboxFigures } from "./inbox.js"
 import { mcpFigures } from "./mcp.js"
 import { parallelFigures } from "./parallel.js"
+import { startPostgres } from "./postgres.js"
 import { floorProgram, queueCycle } from "./queue.js"
 import { heapGrowth, resolveRoundTrip, retainedPerAction } from "./resolve.js"
 import { sessionFigures } from "./session.js"
@@ -148,10 +149,16 @@ endSection("parallel")
 
 endSection("edit")
 
+// One Postgres server for the store, history and cluster sections (each works in a fresh schema): EFFECT_RESOLVE_PG_URL
+// when set, else one started now with Postgres's default settings (bench/postgres.ts), stopped after the cluster
+// rows (and by its watchdog if this process dies first).
+const pg = await startPostgres()
+endSection("postgres")
+
 // The durable store: a round trip through a SQLite file and Postgres (when reachable), against the same row writes
 // by hand, one transaction each (bench/store.ts).
 {
-  const store = await storeFigures({ roundTrips: quick ? 10 : 50, repeats: quick ? 3 : 5 })
+  const store = await storeFigures({ roundTrips: quick ? 10 : 50, repeats: quick ? 3 : 5, postgres: pg.postgres })
   for (const f of store.figures) {
     const name = f.store === "sqlite" ? "SQLite file" : "Postgres"
     const short = f.store === "sqlite" ? "SQLite" : "Postgres"
@@ -197,7 +204,7 @@ endSection("store")
 // A long-running server: a long session's history costs its turns nothing; sessions that come and go leave no
 // memory behind (bench/history.ts).
 {
-  const history = await historyFigures({ quick, repeats: quick ? 3 : 9 })
+  const history = await historyFigures({ quick, repeats: quick ? 3 : 9, postgres: pg.postgres })
   rows.push(...history.rows)
   checks.push(...history.missed)
 }
@@ -227,12 +234,13 @@ endSection("mcp")
 // Sessions on @effect/cluster: a person's decision through two runner processes and SingleRunner against the plain
 // durable session, and a runner's SIGKILL until its sessions answer again (bench/cluster.ts).
 {
-  const cluster = await clusterFigures()
+  const cluster = await clusterFigures(pg.postgres)
   rows.push(...cluster.rows)
   checks.push(...cluster.missed)
 }
 
 endSection("cluster")
+await pg.stop()
 console.log(`\neffect-resolve benchmarks (node ${process.version}, ${cycles} cycles × ${repeats} runs per figure)\n`)
 printTable(rows)
 console.log(
