@@ -13,7 +13,12 @@
  * The edit-producer rows (`bench/edit.ts`) time previews and applies on real files in a temporary directory; their
  * floor is plain `fs` (reads, or write-to-temp-then-rename) of the same files, and their times are in ms.
  *
- * Environment: `BENCH_QUICK=1` runs a shorter version (a smoke run, not for figures).
+ * Environment: `BENCH_QUICK=1` runs a shorter version (a smoke run, not for figures: smaller sizes, the cluster's
+ * failover row skipped; under 45 s on 2 cores, the build included).
+ *
+ * The store, history and cluster rows share one Postgres server (`bench/postgres.ts`: `EFFECT_RESOLVE_PG_URL`, else one
+ * started for the run), each section in a fresh schema. As each section ends, its time goes to stderr
+ * (`bench: <section> <s> s`).
  */
 import * as Effect from "effect/Effect"
 import { clusterFigures } from "./cluster.js"
@@ -35,6 +40,9 @@ const repeats = quick ? 3 : 15
 const started = Date.now()
 const rows: Array<Row> = []
 const checks: Array<string> = []
+// The Postgres server of the store, history and cluster sections (below); a smoke run starts it now, alongside the
+// first sections.
+const pgStarting = quick ? startPostgres() : undefined
 
 // Where the run's time goes: as each section ends, its time on stderr (`bench: <section> <s> s`), apart from the table.
 let sectionStart = Date.now()
@@ -94,8 +102,8 @@ endSection("resolve")
 
 // Memory.
 {
-  const count = quick ? 2_000 : 10_000
-  const { plainSamples, samples } = retainedPerAction(count, quick ? 3 : 7)
+  const count = quick ? 1_000 : 10_000
+  const { plainSamples, samples } = retainedPerAction(count, quick ? 1 : 7)
   rows.push({
     name: "heap per pending action",
     figure: `retained heap per pending action (${count} staged)`,
@@ -106,7 +114,7 @@ endSection("resolve")
     vsPlain: ratio(median(samples), median(plainSamples)),
     target: "for information"
   })
-  const perSegment = quick ? 20_000 : 100_000
+  const perSegment = quick ? 5_000 : 100_000
   const heaps = heapGrowth(10, perSegment)
   const total = heaps[heaps.length - 1]! - heaps[0]!
   const deltas = heaps.slice(1).map((h, i) => h - heaps[i]!)
@@ -127,7 +135,7 @@ endSection("resolve")
 endSection("heap")
 
 // Scripted agent sessions through the turn driver, when it is available.
-rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
+rows.push(...(await sessionFigures(quick ? 20 : 1_000, quick ? 1 : repeats)))
 
 endSection("sessions")
 
@@ -150,9 +158,9 @@ endSection("parallel")
 endSection("edit")
 
 // One Postgres server for the store, history and cluster sections (each works in a fresh schema): EFFECT_RESOLVE_PG_URL
-// when set, else one started now with Postgres's default settings (bench/postgres.ts), stopped after the cluster
-// rows (and by its watchdog if this process dies first).
-const pg = await startPostgres()
+// when set, else one started now (a smoke run: at its start) with Postgres's default settings (bench/postgres.ts),
+// stopped after the cluster rows (and by its watchdog if this process dies first).
+const pg = await (pgStarting ?? startPostgres())
 endSection("postgres")
 
 // The durable store: a round trip through a SQLite file and Postgres (when reachable), against the same row writes
