@@ -11,8 +11,10 @@
  * - failover: the time from a runner's SIGKILL to its sessions answering again (every session it held gets a `get`
  *   at once), against the cluster's configured failure-detection times.
  *
- * Postgres: `EFFECT_RESOLVE_PG_URL` when set, else a server started for the run with Postgres's default (durable)
- * settings. `BENCH_QUICK=1`: a short smoke run. `BENCH_SAMPLES=1` prints the samples.
+ * Postgres: the server `bench/index.ts` passes (the run's); alone, `EFFECT_RESOLVE_PG_URL` when set, else a server
+ * started for these rows with Postgres's default (durable) settings. `BENCH_QUICK=1`: a short smoke run, without the
+ * failover (its row says it was skipped: it waits out the detection, about 5 s, and a runner's start), the runners
+ * started while the first two measurements run. `BENCH_SAMPLES=1` prints the samples.
  */
 import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
@@ -25,17 +27,18 @@ import { ScriptedModel } from "../dist/ai.js"
 import { SessionAgent, SessionClient, SessionCluster } from "../dist/cluster.js"
 import { PendingStore, ResolveRuntime, ResolveTool, stageKind } from "../dist/index.js"
 import { PostgresStore } from "../dist/postgres.js"
-import { findBinaries, freePort, freshSchema, type Server, startServer, stopServer } from "../test/support/postgres.js"
+import { type Availability, freePort, freshSchema } from "../test/support/postgres.js"
 import { Note } from "./clusterNote.js"
 import { median, printTable, ratio, type Row } from "./harness.js"
+import { withPostgres } from "./postgres.js"
 
 const quick = process.env.BENCH_QUICK !== undefined && process.env.BENCH_QUICK !== ""
 const showSamples = process.env.BENCH_SAMPLES === "1"
 const SESSIONS = 8
 const IN_FLIGHT = 16
-const sequential = quick ? 12 : 40
-const concurrent = quick ? 48 : 320
-const failovers = quick ? 1 : 3
+const sequential = quick ? 8 : 40
+const concurrent = quick ? 32 : 320
+const failovers = quick ? 0 : 3
 const root = path.resolve(import.meta.dirname, "..")
 
 /** The cluster's configuration in this bench: failure detection in seconds (the defaults take about 35 s). */
@@ -184,20 +187,36 @@ const kill = async (runner: Runner) => {
 
 const pidOf = (instance: string) => Number(instance.split(":").at(-3))
 
-/** Two runner processes and a client-only node (this process); then SIGKILLs a runner and times the failover. */
-const cluster = (url: string) =>
+/**
+ * Starts the two runners on `url`, one after the other: the first creates the cluster's tables (two at once race on
+ * them: "relation cluster_migrations already exists"). Kills the first if the second fails.
+ */
+const startRunners = async (url: string): Promise<ReadonlyArray<Runner>> => {
+  const first = await startRunner(url, await freePort())
+  try {
+    return [first, await startRunner(url, await freePort())]
+  } catch (error) {
+    await kill(first)
+    throw error
+  }
+}
+
+/**
+ * Two runner processes (`starting`, else started here) and a client-only node (this process); then SIGKILLs a
+ * runner and times the failover.
+ */
+const cluster = (url: string, starting?: Promise<ReadonlyArray<Runner>>) =>
   Effect.gen(function*() {
-    const staged = yield* stage(url, sequential + concurrent)
     const runners: Array<Runner> = []
     yield* Effect.addFinalizer(() => Effect.promise(() => Promise.all(runners.map(kill))))
-    runners.push(yield* Effect.promise(async () => startRunner(url, await freePort())))
-    runners.push(yield* Effect.promise(async () => startRunner(url, await freePort())))
+    const staged = yield* stage(url, sequential + concurrent)
+    runners.push(...yield* Effect.promise(() => starting ?? startRunners(url)))
     const context = yield* Layer.build(
       SessionCluster.layerClient({ sharding }).pipe(Layer.provideMerge(PostgresStore.layerClient({ url })))
     )
     const client = Context.get(context, SessionClient)
     const store = Context.get(context, PendingStore)
-    yield* Effect.sleep("3 seconds") // the second runner's shards settle
+    yield* Effect.sleep(quick ? "1 second" : "3 seconds") // the runners' shards settle
     yield* warm(client)
     const figures = yield* measure("cluster", staged, decideThrough(client))
 
@@ -226,27 +245,31 @@ const cluster = (url: string) =>
 
 // ---- The rows ----------------------------------------------------------------------------------------------------
 
-/** The cluster's rows, and the targets missed; `skipped` when no Postgres is reachable. */
-export const clusterFigures = async (): Promise<{
+/**
+ * The cluster's rows, and the targets missed; `skipped` when no Postgres is reachable. `postgres`: the server
+ * (default: `EFFECT_RESOLVE_PG_URL`, else one started for these rows).
+ */
+export const clusterFigures = (postgres?: Availability): Promise<{
   readonly rows: ReadonlyArray<Row>
   readonly missed: ReadonlyArray<string>
-}> => {
-  let server: Server | undefined
-  let url = process.env.EFFECT_RESOLVE_PG_URL
-  if (url === undefined || url === "") {
-    if (findBinaries() === undefined) return { rows: [skippedRow("no Postgres binaries (initdb, pg_ctl)")], missed: [] }
-    try {
-      server = await startServer({ durable: true })
-    } catch (error) {
-      return { rows: [skippedRow(`could not start Postgres: ${String(error).split("\n")[0]}`)], missed: [] }
-    }
-    url = server.url
-  }
-  try {
-    const schema = () => Effect.runPromise(freshSchema(url!) as Effect.Effect<string>)
-    const plain = await Effect.runPromise(plainDurable(await schema()))
-    const one = await Effect.runPromise(single(await schema()))
-    const two = await Effect.runPromise(cluster(await schema()))
+}> =>
+  withPostgres(postgres, async (postgres) => {
+    if (postgres._tag === "Unavailable") return { rows: [skippedRow(postgres.reason)], missed: [] }
+    const schema = () => Effect.runPromise(freshSchema(postgres.url) as Effect.Effect<string>)
+    const [plainUrl, singleUrl, clusterUrl] = [await schema(), await schema(), await schema()]
+    // A smoke run starts the runners first, so that their start-up overlaps the first two measurements (a full run
+    // starts them after those, on a quiet machine).
+    const early = quick ? startRunners(clusterUrl) : undefined
+    early?.catch(() => undefined) // (not unhandled meanwhile: `cluster` awaits it, and fails with its error)
+    const measured = async () => ({
+      plain: await Effect.runPromise(plainDurable(plainUrl)),
+      one: await Effect.runPromise(single(singleUrl)),
+      two: await Effect.runPromise(cluster(clusterUrl, early))
+    })
+    const { one, plain, two } = await measured().catch(async (error: unknown) => {
+      await early?.then((runners) => Promise.all(runners.map(kill)), () => undefined) // if `cluster` did not
+      throw error
+    })
     const ms = (value: number) => `${value.toFixed(2)} ms`
     const perSecond = (value: number) => `${value.toFixed(0)}/s`
     const verdict = (ok: boolean) => quick ? "not judged (smoke run)" : ok ? "ok" : "MISSED"
@@ -286,25 +309,34 @@ export const clusterFigures = async (): Promise<{
         target: `≤ 1.5× floor: ${verdict(within)}; ${perSecond(two.perSecond)} with ${IN_FLIGHT} in flight ` +
           `(${ratio(plain.perSecond, two.perSecond)} the durable session's time per decision)`
       },
-      {
-        name: "SIGKILL → running",
-        figure: "from a runner's SIGKILL until every session it held answers a `get` from the other runner (median " +
-          `of ${two.failovers.length}: ${two.failovers.map((d) => `${(d / 1000).toFixed(1)} s`).join(", ")}); ` +
-          "configured detection: lock expiry 5 s, health check every 1 s (then failed pings), reassignment " +
-          "every 0.5 s",
-        value: `${(two.failover / 1000).toFixed(1)} s`,
-        floor: "—",
-        plain: "—",
-        vsFloor: "—",
-        vsPlain: "—",
-        target: "for information"
-      }
+      quick ?
+        {
+          name: "SIGKILL → running",
+          figure: "from a runner's SIGKILL until every session it held answers a `get` from the other runner: " +
+            "skipped in a smoke run (it waits out the failure detection, lock expiry 5 s)",
+          value: "—",
+          floor: "—",
+          plain: "—",
+          vsFloor: "—",
+          vsPlain: "—",
+          target: "—"
+        } :
+        {
+          name: "SIGKILL → running",
+          figure: "from a runner's SIGKILL until every session it held answers a `get` from the other runner (median " +
+            `of ${two.failovers.length}: ${two.failovers.map((d) => `${(d / 1000).toFixed(1)} s`).join(", ")}); ` +
+            "configured detection: lock expiry 5 s, health check every 1 s (then failed pings), reassignment " +
+            "every 0.5 s",
+          value: `${(two.failover / 1000).toFixed(1)} s`,
+          floor: "—",
+          plain: "—",
+          vsFloor: "—",
+          vsPlain: "—",
+          target: "for information"
+        }
     ]
     return { rows, missed: quick || within ? [] : ["decide through the cluster"] }
-  } finally {
-    if (server !== undefined) await stopServer(server)
-  }
-}
+  })
 
 const skippedRow = (reason: string): Row => ({
   name: "cluster",

@@ -93,8 +93,9 @@ const restore = (paths: ReadonlyArray<string>, contents: ReadonlyArray<Uint8Arra
  * Warm-up rounds of each preview figure. The first previews of a call run code not yet optimised (the concurrent
  * path of a call with more than 4 files, which the one-file rows never take): in one run of the 35-file rename, its
  * first 20 previews took about twice as long as the next 40, while the reads' code is warm from the first round.
+ * A smoke run (`BENCH_QUICK=1`) warms up once.
  */
-const previewWarmups = 10
+const previewWarmups = () => smoke ? 1 : 10
 
 // `BENCH_SAMPLES=1`: every preview row also prints its samples (the floor's spread shows there).
 const showSamples = process.env.BENCH_SAMPLES !== undefined && process.env.BENCH_SAMPLES !== ""
@@ -114,7 +115,7 @@ const previewFigures = async (
   const session = sessionFor(root, limits)
   const previews: Array<number> = []
   const reads: Array<number> = []
-  for (let w = 0; w < previewWarmups; w++) {
+  for (let w = 0; w < previewWarmups(); w++) {
     await timeReads(paths)
     await timePreview(session, input)
   }

@@ -1,14 +1,14 @@
 /**
  * Long-running server figures (the published build, `dist/`):
  *
- * - A durable session's history must not cost its turns anything: one session holding 100 000 settled records (10 000
+ * - A durable session's history must not cost its turns anything: one session holding 100 000 settled records (1 000
  *   in a smoke run) against one holding 100, in the same database, each with one pending action. Timed: the first
  *   page of `PendingActions.listPage` (50 actions), `PendingActions.listOpen` (what the turn driver reads before
  *   every turn) and one durable round trip (`stageKind` → serve → `ResolveTool.execute` by id → end the turn).
  *   Target: the long session within 1.2× of the short one, on a SQLite file and on Postgres (when reachable). The
  *   records are written by SQL in bulk (the store's own tables and triggers, so each has its journal), and the
  *   sessions keep everything (`retention: "keep-all"`), so nothing is pruned while they are timed.
- * - Memory stays flat when sessions come and go: 100 000 sessions (10 000 in a smoke run) opened and closed in one
+ * - Memory stays flat when sessions come and go: 100 000 sessions (50 in a smoke run) opened and closed in one
  *   process, each a durable session (its own in-memory store) whose turn driver runs one scripted turn that stages a
  *   preview, and a second that applies it. The heap after a full collection is read at 10 points after a warm-up.
  *
@@ -42,8 +42,9 @@ import {
 import { StandingResolveHandler } from "../dist/services/StandingResolveHandler.js"
 import * as PostgresStore from "../dist/stores/PostgresStore.js"
 import * as SqlPendingStore from "../dist/stores/SqlPendingStore.js"
-import { findBinaries, freshSchema, type Server, startServer, stopServer } from "../test/support/postgres.js"
+import { type Availability, freshSchema } from "../test/support/postgres.js"
 import { bytes, compareMediansAsync, median, ratio, type Row, settledHeap, us } from "./harness.js"
+import { withPostgres } from "./postgres.js"
 
 const Note = ActionKind.make({
   name: "note",
@@ -176,11 +177,19 @@ const sessionHeap = async (sessions: number) => {
   return heaps
 }
 
+/** `100_000` as `100k`, `50` as itself (a row's short name). */
+const thousands = (n: number) => n >= 1000 ? `${n / 1000}k` : String(n)
+
 /** The rows of this file; `missed` names the targets missed. */
 export const historyFigures = async (
-  options: { readonly quick: boolean; readonly repeats: number }
+  options: {
+    readonly quick: boolean
+    readonly repeats: number
+    /** The Postgres server (default: `EFFECT_RESOLVE_PG_URL`, else one started for these figures). */
+    readonly postgres?: Availability
+  }
 ): Promise<{ readonly rows: ReadonlyArray<Row>; readonly missed: ReadonlyArray<string> }> => {
-  const long = options.quick ? 10_000 : 100_000
+  const long = options.quick ? 1_000 : 100_000
   const rows: Array<Row> = []
   const missed: Array<string> = []
   const verdict = (ok: boolean) => options.quick ? "not judged (smoke run)" : ok ? "ok" : "MISSED"
@@ -195,7 +204,7 @@ export const historyFigures = async (
     ) {
       const ok = result.long[key] <= 1.2 * result.short[key]
       rows.push({
-        name: `${long / 1000}k settled: ${name}, ${store}`,
+        name: `${thousands(long)} settled: ${name}, ${store}`,
         figure: `${figure}, ${store}: a session holding ${long} settled records, against one holding 100`,
         value: us(result.long[key]),
         floor: `${us(result.short[key])} (100 records)`,
@@ -226,27 +235,18 @@ export const historyFigures = async (
     fs.rmSync(dir, { recursive: true, force: true })
   }
 
-  let url = process.env.EFFECT_RESOLVE_PG_URL
-  let server: Server | undefined
-  if ((url === undefined || url === "") && findBinaries() !== undefined) {
-    server = await startServer({ durable: true }).catch(() => undefined)
-    url = server?.url
-  }
-  try {
-    if (url !== undefined && url !== "") {
-      const schemaUrl = await Effect.runPromise(freshSchema(url))
-      report("Postgres", await measureStore(PostgresStore.layerClient({ url: schemaUrl }), long, options.repeats))
-    }
-  } finally {
-    if (server !== undefined) await stopServer(server)
-  }
+  await withPostgres(options.postgres, async (postgres) => {
+    if (postgres._tag === "Unavailable") return
+    const schemaUrl = await Effect.runPromise(freshSchema(postgres.url))
+    report("Postgres", await measureStore(PostgresStore.layerClient({ url: schemaUrl }), long, options.repeats))
+  })
 
-  const sessions = options.quick ? 10_000 : 100_000
+  const sessions = options.quick ? 50 : 100_000
   const heaps = await sessionHeap(sessions)
   const total = heaps[heaps.length - 1]! - heaps[0]!
   const flat = total < 1024 * 1024
   rows.push({
-    name: `heap, ${sessions / 1000}k sessions`,
+    name: `heap, ${thousands(sessions)} sessions`,
     figure: `heap growth over ${sessions} durable agent sessions opened, run (a preview staged and applied) and ` +
       "closed in one process (after a warm-up)",
     value: bytes(total),

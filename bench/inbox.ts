@@ -218,7 +218,7 @@ export const inboxFigures = async (options: { readonly quick: boolean; readonly 
     const floor = await floorServer(file)
     try {
       // Decision latency.
-      const n = options.quick ? 10 : 50
+      const n = options.quick ? 5 : 50
       const inboxTimes: Array<number> = []
       const floorTimes: Array<number> = []
       for (let r = 0; r < options.repeats; r++) {

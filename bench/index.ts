@@ -13,7 +13,12 @@
  * The edit-producer rows (`bench/edit.ts`) time previews and applies on real files in a temporary directory; their
  * floor is plain `fs` (reads, or write-to-temp-then-rename) of the same files, and their times are in ms.
  *
- * Environment: `BENCH_QUICK=1` runs a shorter version (a smoke run, not for figures).
+ * Environment: `BENCH_QUICK=1` runs a shorter version (a smoke run, not for figures: smaller sizes, the cluster's
+ * failover row skipped; under 45 s on 2 cores, the build included).
+ *
+ * The store, history and cluster rows share one Postgres server (`bench/postgres.ts`: `EFFECT_RESOLVE_PG_URL`, else one
+ * started for the run), each section in a fresh schema. As each section ends, its time goes to stderr
+ * (`bench: <section> <s> s`).
  */
 import * as Effect from "effect/Effect"
 import { clusterFigures } from "./cluster.js"
@@ -23,6 +28,7 @@ import { historyFigures } from "./history.js"
 import { inboxFigures } from "./inbox.js"
 import { mcpFigures } from "./mcp.js"
 import { parallelFigures } from "./parallel.js"
+import { startPostgres } from "./postgres.js"
 import { floorProgram, queueCycle } from "./queue.js"
 import { heapGrowth, resolveRoundTrip, retainedPerAction } from "./resolve.js"
 import { sessionFigures } from "./session.js"
@@ -34,6 +40,17 @@ const repeats = quick ? 3 : 15
 const started = Date.now()
 const rows: Array<Row> = []
 const checks: Array<string> = []
+// The Postgres server of the store, history and cluster sections (below); a smoke run starts it now, alongside the
+// first sections.
+const pgStarting = quick ? startPostgres() : undefined
+
+// Where the run's time goes: as each section ends, its time on stderr (`bench: <section> <s> s`), apart from the table.
+let sectionStart = Date.now()
+const endSection = (name: string) => {
+  const now = Date.now()
+  process.stderr.write(`bench: ${name} ${((now - sectionStart) / 1000).toFixed(1)} s\n`)
+  sectionStart = now
+}
 
 // A smoke run judges nothing: its figures, short and often on a loaded machine, mean little.
 const verdict = (ok: boolean) => quick ? "not judged (smoke run)" : ok ? "ok" : "MISSED"
@@ -61,6 +78,8 @@ for (const now of [false, true]) {
   }
 }
 
+endSection("queue")
+
 // Resolve round trip through ResolveTool.execute, against the floor's 3-step cycle.
 {
   const floor3 = floorProgram(cycles, 3)
@@ -79,10 +98,12 @@ for (const now of [false, true]) {
   if (!ok) checks.push("resolve round trip")
 }
 
+endSection("resolve")
+
 // Memory.
 {
-  const count = quick ? 2_000 : 10_000
-  const { plainSamples, samples } = retainedPerAction(count, quick ? 3 : 7)
+  const count = quick ? 1_000 : 10_000
+  const { plainSamples, samples } = retainedPerAction(count, quick ? 1 : 7)
   rows.push({
     name: "heap per pending action",
     figure: `retained heap per pending action (${count} staged)`,
@@ -93,7 +114,7 @@ for (const now of [false, true]) {
     vsPlain: ratio(median(samples), median(plainSamples)),
     target: "for information"
   })
-  const perSegment = quick ? 20_000 : 100_000
+  const perSegment = quick ? 5_000 : 100_000
   const heaps = heapGrowth(10, perSegment)
   const total = heaps[heaps.length - 1]! - heaps[0]!
   const deltas = heaps.slice(1).map((h, i) => h - heaps[i]!)
@@ -111,8 +132,12 @@ for (const now of [false, true]) {
   if (!flat) checks.push("heap growth")
 }
 
+endSection("heap")
+
 // Scripted agent sessions through the turn driver, when it is available.
-rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
+rows.push(...(await sessionFigures(quick ? 20 : 1_000, quick ? 1 : repeats)))
+
+endSection("sessions")
 
 // Parallel tool calls: an N-file change in model requests and tool_choice changes (bench/parallel.ts).
 {
@@ -121,6 +146,8 @@ rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
   checks.push(...parallel.missed)
 }
 
+endSection("parallel")
+
 // The edit producer on real files: previews and applies against plain fs reads and writes (bench/edit.ts).
 {
   const edit = await editFigures({ quick, repeats })
@@ -128,10 +155,18 @@ rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
   checks.push(...edit.missed)
 }
 
+endSection("edit")
+
+// One Postgres server for the store, history and cluster sections (each works in a fresh schema): EFFECT_RESOLVE_PG_URL
+// when set, else one started now (a smoke run: at its start) with Postgres's default settings (bench/postgres.ts),
+// stopped after the cluster rows (and by its watchdog if this process dies first).
+const pg = await (pgStarting ?? startPostgres())
+endSection("postgres")
+
 // The durable store: a round trip through a SQLite file and Postgres (when reachable), against the same row writes
 // by hand, one transaction each (bench/store.ts).
 {
-  const store = await storeFigures({ roundTrips: quick ? 10 : 50, repeats: quick ? 3 : 5 })
+  const store = await storeFigures({ roundTrips: quick ? 10 : 50, repeats: quick ? 3 : 5, postgres: pg.postgres })
   for (const f of store.figures) {
     const name = f.store === "sqlite" ? "SQLite file" : "Postgres"
     const short = f.store === "sqlite" ? "SQLite" : "Postgres"
@@ -172,13 +207,17 @@ rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
   }
 }
 
+endSection("store")
+
 // A long-running server: a long session's history costs its turns nothing; sessions that come and go leave no
 // memory behind (bench/history.ts).
 {
-  const history = await historyFigures({ quick, repeats: quick ? 3 : 9 })
+  const history = await historyFigures({ quick, repeats: quick ? 3 : 9, postgres: pg.postgres })
   rows.push(...history.rows)
   checks.push(...history.missed)
 }
+
+endSection("history")
 
 // The approval inbox over HTTP on a SQLite file, against plain node:http handlers doing the same SQL
 // (bench/inbox.ts).
@@ -188,6 +227,8 @@ rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
   checks.push(...inbox.missed)
 }
 
+endSection("inbox")
+
 // The MCP server: a preview + resolve round trip through the stdio server against the same calls in process
 // (bench/mcp.ts).
 {
@@ -196,14 +237,18 @@ rows.push(...(await sessionFigures(quick ? 100 : 1_000, repeats)))
   checks.push(...mcp.missed)
 }
 
+endSection("mcp")
+
 // Sessions on @effect/cluster: a person's decision through two runner processes and SingleRunner against the plain
 // durable session, and a runner's SIGKILL until its sessions answer again (bench/cluster.ts).
 {
-  const cluster = await clusterFigures()
+  const cluster = await clusterFigures(pg.postgres)
   rows.push(...cluster.rows)
   checks.push(...cluster.missed)
 }
 
+endSection("cluster")
+await pg.stop()
 console.log(`\neffect-resolve benchmarks (node ${process.version}, ${cycles} cycles × ${repeats} runs per figure)\n`)
 printTable(rows)
 console.log(
@@ -217,3 +262,7 @@ console.log(
   )
 )
 void Effect.void
+// The process would not end on its own: the cluster section (its client-only node, bench/cluster.ts `cluster`) leaves
+// fibers running after its scope is closed, whose timers (0.5 to 10 s) keep firing. As the section files run alone
+// do, exit (once stdout is flushed).
+process.stdout.write("", () => process.exit(0))

@@ -35,7 +35,7 @@ const editArgs = (i: number) => ({
 const idIn = (text: string) => /Pending action id: (\S+)/.exec(text)![1]!
 
 export const mcpFigures = async (options: { readonly quick: boolean; readonly verdict: (ok: boolean) => string }) => {
-  const rounds = options.quick ? 20 : 200
+  const rounds = options.quick ? 10 : 200
   // Through the stdio server.
   const remote = workspace()
   const client = new Client({ name: "bench", version: "1" })

@@ -9,8 +9,9 @@
  * - `floorStatements`: the very statements the store sends (one trigger-journaled statement per transition),
  *   written by hand: what is left is the store's own cost (input checks, row decoding, error mapping).
  *
- * Postgres: `EFFECT_RESOLVE_PG_URL` (or `options.pgUrl`) when set; else, when Debian's binaries exist, a server
- * started for the run in a temp directory with Postgres's default (durable) settings, stopped at the end; else the
+ * Postgres: the server `options.postgres` names (`bench/index.ts` passes the run's); without one, as
+ * `bench/postgres.ts` finds it: `EFFECT_RESOLVE_PG_URL` when set, else, when Debian's binaries exist, a server started
+ * for these figures in a temp directory with Postgres's default (durable) settings, stopped at the end; else the
  * figure is skipped with the reason. SQLite: a file in the OS temp directory, WAL mode, `synchronous` FULL (the
  * store's default): every commit is flushed to disk, on both sides.
  *
@@ -39,8 +40,9 @@ import { PendingStore } from "../dist/services/PendingStore.js"
 import { StandingResolveHandler } from "../dist/services/StandingResolveHandler.js"
 import * as PostgresStore from "../dist/stores/PostgresStore.js"
 import * as SqlPendingStore from "../dist/stores/SqlPendingStore.js"
-import { findBinaries, freshSchema, type Server, startServer, stopServer } from "../test/support/postgres.js"
+import { type Availability, freshSchema } from "../test/support/postgres.js"
 import { compareMediansAsync } from "./harness.js"
+import { withPostgres } from "./postgres.js"
 
 /** One store's figures: microseconds per round trip (medians). */
 export interface StoreFigure {
@@ -73,8 +75,8 @@ export interface StoreBenchOptions {
   readonly roundTrips?: number
   /** Timed runs per subject, interleaved (default 5). */
   readonly repeats?: number
-  /** A Postgres URL to measure on (default: `EFFECT_RESOLVE_PG_URL`, else a server started for the run). */
-  readonly pgUrl?: string
+  /** The Postgres server to measure on (default: `EFFECT_RESOLVE_PG_URL`, else a server started for these figures). */
+  readonly postgres?: Availability
 }
 
 const floorTables = {
@@ -286,25 +288,13 @@ export const storeFigures = async (options: StoreBenchOptions = {}): Promise<Sto
     fs.rmSync(dir, { recursive: true, force: true })
   }
 
-  let url = options.pgUrl ?? process.env.EFFECT_RESOLVE_PG_URL
-  let server: Server | undefined
-  if ((url === undefined || url === "") && findBinaries() !== undefined) {
-    try {
-      server = await startServer({ durable: true })
-      url = server.url
-    } catch (error) {
-      skipped.push({ store: "postgres", reason: `could not start a server: ${String(error).split("\n")[0]}` })
+  await withPostgres(options.postgres, async (postgres) => {
+    if (postgres._tag === "Unavailable") {
+      skipped.push({ store: "postgres", reason: postgres.reason })
+      return
     }
-  }
-  try {
-    if (url !== undefined && url !== "") {
-      const schemaUrl = await Effect.runPromise(freshSchema(url))
-      figures.push(await measure("postgres", PostgresStore.layerClient({ url: schemaUrl }), roundTrips, repeats))
-    } else if (skipped.length === 0) {
-      skipped.push({ store: "postgres", reason: "no EFFECT_RESOLVE_PG_URL and no Postgres binaries (initdb, pg_ctl)" })
-    }
-  } finally {
-    if (server !== undefined) await stopServer(server)
-  }
+    const schemaUrl = await Effect.runPromise(freshSchema(postgres.url))
+    figures.push(await measure("postgres", PostgresStore.layerClient({ url: schemaUrl }), roundTrips, repeats))
+  })
   return { figures, skipped }
 }
