@@ -77,8 +77,9 @@ export const layer = (options: Options): Layer.Layer<PendingStore | PendingStore
       )
       const timeout = Math.max(0, Math.round(Duration.toMillis(options.busyTimeout ?? Duration.seconds(5))))
       // libsql's client opens a fresh connection after every transaction, the migrator's included: the busy timeout
-      // (a per-connection setting) is set again once migrations ran. The store itself never opens a transaction
-      // (each of its changes is one statement), so its connection keeps the setting.
+      // (a per-connection setting) is set again once migrations ran. A later transaction (a conversation save, a
+      // decision completed with its settle) leaves the next connection at SQLite's default of 0: the store's own
+      // retries of a busy statement (with backoff, up to 10 s) then do what the timeout did.
       const busyTimeout = client.unsafe(`PRAGMA busy_timeout = ${timeout}`).raw
       const prepare = Effect.zipRight(busyTimeout, client.unsafe("PRAGMA journal_mode = WAL").raw).pipe(
         Effect.mapError((cause) => openFailed(options.filename, cause, "set up"))
