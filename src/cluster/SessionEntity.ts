@@ -260,21 +260,6 @@ export const durableSteering = (journal: SteeringJournal.Service, session: strin
   delivered: (ids) => journal.markDelivered(session, ids)
 })
 
-/** The condition a decision note is delivered under: its action reached the decision's status. */
-const settlesOf = (
-  message: SteeringMessage
-): { readonly actionId: string; readonly status: string; readonly steerId: string } | undefined => {
-  const details = message.details as
-    | { readonly actionId?: unknown; readonly settles?: unknown; readonly steerId?: unknown }
-    | null
-    | undefined
-  if (typeof details !== "object" || details === null) return undefined
-  const { actionId, settles, steerId } = details
-  return typeof actionId === "string" && typeof settles === "string" && typeof steerId === "string" ?
-    { actionId, status: settles, steerId } :
-    undefined
-}
-
 const targetOf = (decision: DecisionKind) => decision === "discard" ? "discarded" : "applied"
 
 /** A settle that did not settle (another process had recovered the action): its decision note is rolled back. */
@@ -336,28 +321,6 @@ export const make = (options: Options = {}) =>
         yield* Effect.sleep(poll)
       }
     })
-    /**
-     * Decision notes that a session opening here did not queue because their action had not reached the decision's
-     * status (`decide` commits a note with its settle, so only a note stored some other way, e.g. a journal on
-     * another database than the store, can be early): the decision that then settles the action queues its note.
-     */
-    const skipped = new Set<string>()
-    const plainSteering = durableSteering(journal, session)
-    const conditionalSteering: DurableSteering = {
-      undelivered: Effect.flatMap(plainSteering.undelivered, (messages) => {
-        skipped.clear()
-        return Effect.filter(messages, (message) => {
-          const condition = settlesOf(message)
-          if (condition === undefined) return Effect.succeed(true)
-          return Effect.map(baseStore.get(condition.actionId), (record) => {
-            const reached = Option.isSome(record) && record.value.status === condition.status
-            if (!reached) skipped.add(condition.steerId)
-            return reached
-          })
-        })
-      }),
-      delivered: plainSteering.delivered
-    }
     const system = agent.system(session)
     const durable = ResolveRuntime.layerDurable({
       session,
@@ -370,7 +333,7 @@ export const make = (options: Options = {}) =>
     const sessionLayer = Layer.provideMerge(
       TurnDriver.layerWithoutDependencies({
         ...Option.match(system, { onNone: () => ({}), onSome: (text) => ({ system: text }) }),
-        steering: conditionalSteering
+        steering: durableSteering(journal, session)
       }),
       durable
     ) as Layer.Layer<TurnDriver | ResolveRuntime.Services | PendingStore, PendingStoreError>
@@ -539,7 +502,7 @@ export const make = (options: Options = {}) =>
         Effect.map(Clock.currentTimeMillis, (timestamp): SteeringMessage => ({
           customType: decisionType,
           content: decisionText(payload, { id: payload.id, label }),
-          details: { actionId: payload.id, by: payload.by, decision: payload.decision, settles: target, steerId },
+          details: { actionId: payload.id, by: payload.by, decision: payload.decision, steerId },
           display: false,
           attribution: "agent",
           timestamp
@@ -570,27 +533,16 @@ export const make = (options: Options = {}) =>
           } :
           { settleWith }
       ))
-      // The note of a decision found already in effect, or of one whose settle's transaction could not record it.
-      const noteFromStore = Effect.flatMap(
-        s.pending.get(payload.id),
-        (info) => noteOn(Option.getOrElse(Option.map(info, (i) => i.label), () => payload.id))
-      )
       if (Either.isLeft(result)) {
         const error = result.left
         // Already in the state this decision asks for: a redelivered decision, or the same one made first by the
         // model or another person. Its recorded outcome is the answer.
         if (error._tag === "PendingActionNotPending" && error.status === target) {
-          const message = yield* noteFromStore
-          const inserted = yield* journal.record(session, steerId, message)
-          // New here, or recorded before but not queued by the open (its action was not settled yet then): queued
-          // now, as this decision says (also when the model or another path made the same decision first: the model
-          // is told that this person decided so too). Otherwise it is queued or delivered already.
-          if (inserted) yield* queue(s, message)
-          else if (skipped.delete(steerId)) {
-            yield* journal.replace(session, steerId, message)
-            yield* queue(s, message)
-          }
+          // Recorded and queued now unless a note was recorded before (queued or delivered already); also when the
+          // model or another path made the same decision first: the model is told that this person decided so too.
           const info = yield* s.pending.get(payload.id)
+          const message = yield* noteOn(Option.getOrElse(Option.map(info, (i) => i.label), () => payload.id))
+          if (yield* journal.record(session, steerId, message)) yield* queue(s, message)
           return {
             id: payload.id,
             status: target,
@@ -600,14 +552,14 @@ export const make = (options: Options = {}) =>
         }
         return yield* Effect.fail(error)
       }
-      // The decision took effect here, now: no open queued its note. One recorded under its id before (this decision
-      // sent again after its runner died, or another decision on the same action that lost) was replaced.
+      // The decision took effect here, now: its note, committed with the settle (or recorded now, the label from the
+      // result), is queued once.
       let message = noted
       if (message === undefined) {
-        message = yield* noteFromStore
+        const details = result.right.details as { readonly label?: unknown } | undefined
+        message = yield* noteOn(typeof details?.label === "string" ? details.label : payload.id)
         yield* journal.replace(session, steerId, message)
       }
-      skipped.delete(steerId)
       yield* queue(s, message)
       return {
         id: payload.id,

@@ -413,47 +413,6 @@ describe("Session entity: steering and decision notes are durable at once", () =
     }).pipe(Effect.provide(layer))
   })
 
-  it.live("a note recorded for a decision that had not settled its action is not sent at open; the decision that settles it sends its own, once", () => {
-    const { layer, notes } = setup([
-      ScriptedModel.toolCall("note", { line: "g" }),
-      ScriptedModel.hang, // the runner stops while the model is answering
-      "Done."
-    ])
-    return Effect.gen(function*() {
-      const first = yield* activate
-      const session = yield* first.client("s9")
-      const running = yield* Effect.fork(session.Run({ runId: "run-11", prompt: "Note g." }))
-      yield* requestsReach(2)
-      const [action] = (yield* session.List({})).items
-      yield* first.stop
-      assert.isTrue(Exit.isInterrupted(yield* Fiber.await(running)))
-      // A note stored before its decision claimed the action (as a journal on another database than the store can).
-      const journal = yield* SteeringJournal
-      const carol = SessionEntity.decisionText({ by: "carol", decision: "discard", reason: "No." }, action!)
-      const steerId = SessionEntity.decisionSteerId(action!.id)
-      yield* journal.record("s9", steerId, {
-        customType: SessionEntity.decisionType,
-        content: carol,
-        details: { actionId: action!.id, by: "carol", decision: "discard", settles: "discarded", steerId },
-        display: false,
-        attribution: "agent",
-        timestamp: 0
-      })
-      const second = yield* activate
-      const again = yield* second.client("s9")
-      assert.strictEqual((yield* again.List({})).items[0]?.status, "pending") // opened: carol's note not queued
-      const decided = yield* again.Decide({ id: action!.id, decision: "apply", reason: "Reviewed.", by: "alice" })
-      assert.isFalse(decided.settledBefore)
-      const reply = yield* again.Run({ runId: "run-11", prompt: "Note g." })
-      assert.strictEqual(reply.text, "Done.")
-      const next = (yield* ScriptedModel.requests)[2]!.userTexts
-      const alice = SessionEntity.decisionText({ by: "alice", decision: "apply", reason: "Reviewed." }, action!)
-      assert.deepStrictEqual([count(next, alice), count(next, carol)], [1, 0], JSON.stringify(next))
-      assert.deepStrictEqual(notes.applied, ["g"])
-      yield* second.stop
-    }).pipe(Effect.provide(layer))
-  })
-
   it.live("a steer the journal cannot record fails, typed, and is not sent", () => {
     const { layer } = setup(["Will do."])
     const failing = Layer.succeed(SteeringJournal, {
