@@ -60,6 +60,9 @@ export type RunnerEvent =
     readonly result: number | boolean | null
     /** Why it failed (`fenced`, `leaseLapsed`, or an error's tag). */
     readonly reason: string | null
+    /** The action it concerns, and the status it moves it to, when the write names them. */
+    readonly id?: string | null
+    readonly to?: string | null
   }
   | {
     readonly e: "fs"

@@ -96,7 +96,8 @@ const loggedStore = (store: PendingStore.Service, fence?: PendingStore.Fence): P
               t1: now(),
               ok: Exit.isSuccess(exit),
               result: Exit.isSuccess(exit) && typeof exit.value !== "object" ? exit.value as number | boolean : null,
-              reason: Exit.isFailure(exit) ? refusalOf(exit.cause) : null
+              reason: Exit.isFailure(exit) ? refusalOf(exit.cause) : null,
+              ...concerns(args[0])
             })
           ))
       })
@@ -109,6 +110,15 @@ const loggedStore = (store: PendingStore.Service, fence?: PendingStore.Fence): P
     })
   logged.fenced = (next: PendingStore.Fence) => loggedStore(store.fenced(next), next)
   return PendingStore.of(logged as unknown as PendingStore.Service)
+}
+
+/** The action a write's input names, and the status it moves it to (what a failure's report needs). */
+const concerns = (input: unknown): { readonly id: string | null; readonly to: string | null } => {
+  const fields = typeof input === "object" && input !== null ? input as Record<string, unknown> : {}
+  return {
+    id: typeof fields.id === "string" ? fields.id : null,
+    to: typeof fields.to === "string" ? fields.to : null
+  }
 }
 
 /** Why a write failed: a store error's `reason` (`fenced`, `leaseLapsed`) or its tag. */
