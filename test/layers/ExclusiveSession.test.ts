@@ -4,7 +4,8 @@
  * newer owner epoch. The first then writes nothing: its stage is refused, its run stops with `SessionLost` (before
  * any further model request once its lease lapsed), its save never replaces the new owner's conversation, and an
  * edit it was applying when the session moved writes no file byte (the epoch is checked under the file locks, before
- * the first rename).
+ * the first rename); and an edit its previous owner wrote but could not record is recovered as applied before the
+ * new owner serves anything.
  */
 import { Tool, Toolkit } from "@effect/ai"
 import { NodeContext, NodePath } from "@effect/platform-node"
@@ -162,6 +163,68 @@ describe("exclusive durable sessions", () => {
       assert.isFalse((yield* store.leases([ownership.instance])).has(ownership.instance))
       yield* a.close
     }))
+
+  it.live(
+    "an apply its previous owner wrote but could not record is recovered before the new owner serves",
+    () =>
+      Effect.scoped(Effect.gen(function*() {
+        const root = fs.mkdtempSync(path.join(dir, "ws-"))
+        const target = path.join(root, "f.txt")
+        fs.writeFileSync(target, "keep\nchange me\n")
+        const file = path.join(dir, `recover-${++files}.db`)
+        const session = ResolveRuntime.layerDurable({
+          session: SESSION,
+          exclusive: true,
+          kinds: [FileEditPreview.kind]
+        })
+          .pipe(
+            Layer.provideMerge(FileEditPreview.layer({ root })),
+            Layer.provideMerge(SqliteStore.layer({ filename: file })),
+            Layer.provideMerge(NodeContext.layer),
+            Layer.provideMerge(ResolveConfig.layer({}))
+          )
+        const edit = (oldText: string, newText: string) =>
+          FileEditPreview.tool.execute({ files: [{ path: "f.txt", edits: [{ oldText, newText, replaceAll: null }] }] })
+        // The previous owner staged the edit, claimed it, wrote the file, and was stopped before it could settle it
+        // (another host's instance, its claim's lease still running: nothing here can tell it is gone).
+        const scopeA = yield* Scope.make()
+        const a = yield* Layer.buildWithScope(session, scopeA)
+        yield* Effect.provide(edit("change me", "changed"), a)
+        const store = Context.get(a, PendingStore)
+        const [staged] = yield* store.listOpen(SESSION)
+        const claimedAt = Date.now()
+        const claimed = yield* store.claim({
+          id: staged!.id,
+          owner: "another-host:4242:0:paused",
+          leaseUntil: claimedAt + 1_200,
+          now: claimedAt
+        })
+        assert.isTrue(Option.isSome(claimed))
+        fs.writeFileSync(target, "keep\nchanged\n")
+        yield* Scope.close(scopeA, Exit.void)
+
+        // The new owner opens: by the time it serves anything, the edit is recorded as applied (it waited out the
+        // claim's lease, then looked at the file).
+        const b = yield* Layer.buildWithScope(session, yield* Effect.scope)
+        assert.isAtLeast(Date.now() - claimedAt, 1_200)
+        const storeB = Context.get(b, PendingStore)
+        assert.strictEqual(Option.getOrThrow(yield* storeB.get(staged!.id)).status, "applied")
+        // Its next edit of the same file builds on it, and leaves it applied (was: left resolving, then recovered
+        // after this edit as pending again, its bytes on disk).
+        yield* Effect.provide(edit("changed", "changed again"), b)
+        yield* Effect.provide(
+          Effect.zipRight(
+            Effect.flatMap(ToolChoiceQueue, (queue) => queue.nextToolChoice),
+            ResolveTool.execute({ action: "apply", reason: "Fine.", extra: null, id: null })
+          ),
+          b
+        )
+        yield* Effect.sleep("300 millis")
+        assert.strictEqual(fs.readFileSync(target, "utf8"), "keep\nchanged again\n")
+        assert.strictEqual(Option.getOrThrow(yield* storeB.get(staged!.id)).status, "applied")
+      })),
+    15_000
+  )
 
   it.live("an edit being applied when the session moves writes no file byte", () =>
     Effect.scoped(Effect.gen(function*() {

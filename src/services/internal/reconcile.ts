@@ -18,6 +18,7 @@ import type { ActionRecords } from "../ActionRecords.js"
 import type { InstanceLeases } from "../InstanceLeases.js"
 import { claimAbandoned, judge } from "./instanceLease.js"
 import type { State } from "./pendingSet.js"
+import { localVerdict } from "./runtimeInstance.js"
 import { pushDirective } from "./staging.js"
 import { restoreEntry, runnable } from "./storeMirror.js"
 
@@ -56,12 +57,24 @@ const reconcile = (
   s: State,
   record: PendingRecord,
   store: ActionRecords.Service,
-  isGone: (instance: string | null) => boolean
+  isGone: (instance: string | null) => boolean,
+  waited = false
 ): Effect.Effect<PendingRecord, PendingStoreError> =>
   Effect.gen(function*() {
     const runsHere = runnable(s, record) !== undefined
     if (record.status === "resolving") {
-      if (!claimAbandoned(s, record.owner, record.leaseUntil)) return record
+      if (!claimAbandoned(s, record.owner, record.leaseUntil)) {
+        if (waited || !previousOwnersClaim(s, record)) return record
+        // An exclusive session's previous owner can no longer settle this claim nor extend its lease (its writes
+        // are fenced), and writes no file once that lease passed by its own clock: wait for that (at most a lease),
+        // then recover it before this session serves anything, so that nothing new is built on an apply its owner
+        // made but could not record (a later edit of the same file would leave it a conflict, or pending again with
+        // its bytes on disk).
+        const left = Math.min(Math.max(0, record.leaseUntil! - s.now()), s.lease)
+        yield* Effect.sleep(Duration.millis(left + 50))
+        const fresh = yield* store.get(record.id)
+        return Option.isNone(fresh) ? record : yield* reconcile(s, fresh.value, store, isGone, true)
+      }
       const verdict = yield* recover(s, record)
       if (Option.isNone(verdict)) return record
       yield* store.transition({
@@ -82,6 +95,14 @@ const reconcile = (
     }
     return Option.getOrElse(yield* store.get(record.id), () => record)
   })
+
+/**
+ * A claim another instance held when this exclusive session acquired the session: its owner is not this thread's
+ * (an instance alive here keeps its claim) and its lease will pass.
+ */
+const previousOwnersClaim = (s: State, record: PendingRecord): boolean =>
+  s.ownership !== undefined && record.owner !== null && record.owner !== s.owner && record.leaseUntil !== null &&
+  localVerdict(record.owner) !== "alive"
 
 /** How long a claim whose kind could not tell what became of it (a file still locked) waits before it is asked again. */
 const recoverAgainAfter = Duration.seconds(1)
@@ -124,8 +145,9 @@ const watchClaim = (s: State, store: ActionRecords.Service, id: string): Effect.
 
 /**
  * Reads the session's open records, makes each current and takes it into the set; a pending one that forces gets
- * its directive (`"auto"` when `soft`). A claim another instance still held is watched in the background (in the
- * session's scope) until it is settled: see `watchClaim`.
+ * its directive (`"auto"` when `soft`). An exclusive session first waits out the lease of a claim its previous
+ * owner still held, and recovers it (see `reconcile`); a claim another instance still holds after that (or in a
+ * shared session) is watched in the background (in the session's scope) until it is settled: see `watchClaim`.
  */
 export const restoreOpen = (
   s: State,
