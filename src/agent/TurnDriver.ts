@@ -55,6 +55,7 @@ import type { SteeringMessage } from "../domain/SteeringMessage.js"
 import type { ToolChoice } from "../domain/ToolChoice.js"
 import * as ResolveRuntime from "../layers/ResolveRuntime.js"
 import { type ModelCapabilities, ResolveConfig } from "../services/ResolveConfig.js"
+import { awaitDecision } from "./internal/awaitDecision.js"
 import * as Loop from "./internal/loop.js"
 import { capabilitiesOf } from "./internal/refusals.js"
 import { makeSession } from "./internal/session.js"
@@ -248,6 +249,22 @@ export declare namespace TurnDriver {
      * during this session (learned once, kept for the session's later turns and previews).
      */
     readonly capabilities: Effect.Effect<ModelCapabilities>
+    /**
+     * Waits until a reviewer decides one of the session's previews that wait now (`pending`), and returns the ids
+     * decided: an action with a requested decision (the approval inbox records one; the session's next `run` runs it
+     * when the session is the one to), or one settled meanwhile by anyone else (an inbox that ran it, another
+     * process). At once when some are decided already; `[]` when no preview waits. Then `run` again: its request
+     * tells the model what the reviewer did.
+     *
+     * Pushed, not polled: a durable session is woken by its store's change signal (`ChangeFeed.changed`:
+     * `LISTEN`/`NOTIFY` on Postgres, from any process; the store layer's own writes on SQLite and in memory), and
+     * looks again every second for what no signal reaches (another process writing the same SQLite file, a dropped
+     * connection); a session in memory, by its pending set's changes. It only reads, and is interruptible: race it
+     * with a timeout or a user's next prompt.
+     *
+     * @since 0.4.0
+     */
+    readonly awaitDecision: Effect.Effect<ReadonlyArray<string>, PendingStoreError>
   }
 }
 
@@ -366,6 +383,7 @@ export const make = (
       history: Ref.get(session.history),
       transcript: Ref.get(session.transcript),
       metrics: session.counters.snapshot,
-      capabilities: Effect.flatMap(ResolveConfig, (config) => capabilitiesOf(session.refused, config))
+      capabilities: Effect.flatMap(ResolveConfig, (config) => capabilitiesOf(session.refused, config)),
+      awaitDecision: awaitDecision(session)
     })
   })

@@ -6,7 +6,7 @@
  */
 import { Tool, Toolkit } from "@effect/ai"
 import { afterEach, assert, beforeEach, describe, it } from "@effect/vitest"
-import { Effect, Exit, Layer, Option, Ref, Schema, Scope } from "effect"
+import { Effect, Exit, Fiber, Layer, Option, Ref, Schema, Scope } from "effect"
 import * as fs from "node:fs"
 import * as os from "node:os"
 import * as path from "node:path"
@@ -172,6 +172,61 @@ describe("a reviewer's decision, on the session's side", () => {
       const last = (yield* session.run(ScriptedModel.requests)).at(-1)!
       assert.strictEqual(last.userTexts.filter((t) => t.startsWith("A reviewer")).length, 1)
       assert.strictEqual(fs.readFileSync(log, "utf8"), "as amended\n", "applied once")
+      yield* session.close
+    }))
+
+  it.live("an idle owner waits for the reviewer: awaitDecision returns when the inbox records the decision", () =>
+    Effect.gen(function*() {
+      const written = yield* Ref.make<Record<string, string>>({})
+      const session = yield* openSession(
+        [ScriptedModel.toolCall("write", { file: "b.ts", text: "bye" }), "Done.", "Still done."],
+        written
+      )
+      // Nothing waits yet: nothing to wait for.
+      assert.deepStrictEqual(yield* session.run(Effect.flatMap(TurnDriver, (driver) => driver.awaitDecision)), [])
+      assert.strictEqual((yield* session.run(drive("Say bye in b.ts", 1)))._tag, "Left")
+      const [id] = yield* session.run(openIds)
+      const waiting = yield* Effect.fork(session.run(Effect.flatMap(TurnDriver, (driver) => driver.awaitDecision)))
+      // A preview waits, and nobody decided: it keeps waiting (past a sweep), and changed nothing.
+      yield* Effect.sleep("1200 millis")
+      assert.isTrue(Option.isNone(yield* Fiber.poll(waiting)), "it waits while nobody decided")
+      // Another process's inbox (its own store layer on the file) records the decision: the owner wakes.
+      const answer = yield* Effect.promise(() =>
+        post(running, `/api/actions/${id}/decision`, tokens.owner, { action: "apply", reason: "Fine." })
+      )
+      assert.strictEqual(answer.status, 200, answer.text)
+      assert.deepStrictEqual(yield* Fiber.join(waiting), [id!])
+      // Decided already: at once.
+      assert.deepStrictEqual(yield* session.run(Effect.flatMap(TurnDriver, (driver) => driver.awaitDecision)), [id!])
+      // The next run runs it and tells the model; then nothing waits.
+      assert.strictEqual((yield* session.run(drive("Continue.")))._tag, "Right")
+      assert.deepStrictEqual(yield* Ref.get(written), { "b.ts": "bye" })
+      const next = (yield* session.run(ScriptedModel.requests)).at(-1)!
+      assert.deepStrictEqual(next.userTexts.filter((t) => t.startsWith("A reviewer")), [
+        `A reviewer (ann) applied ${id}: Fine. Result: Wrote b.ts. Do not resolve ${id} again.`
+      ])
+      assert.deepStrictEqual(yield* session.run(Effect.flatMap(TurnDriver, (driver) => driver.awaitDecision)), [])
+      yield* session.close
+    }))
+
+  it.live("awaitDecision wakes for an action another process settled, and can be interrupted", () =>
+    Effect.gen(function*() {
+      const written = yield* Ref.make<Record<string, string>>({})
+      const session = yield* openSession([ScriptedModel.toolCall("note", { text: "n" }), "Done."], written)
+      assert.strictEqual((yield* session.run(drive("Take a note", 1)))._tag, "Left")
+      const [id] = yield* session.run(openIds)
+      const awaited = session.run(Effect.flatMap(TurnDriver, (driver) => driver.awaitDecision))
+      // Raced with a timeout: it ends, having written nothing.
+      const before = yield* Effect.promise(() => Effect.runPromise(running.store.list("agent")))
+      assert.isTrue(Option.isNone(yield* Effect.timeoutOption(awaited, "300 millis")))
+      assert.deepStrictEqual(yield* Effect.promise(() => Effect.runPromise(running.store.list("agent"))), before)
+      const waiting = yield* Effect.fork(awaited)
+      // The inbox runs the note kind itself: the action is settled, no decision stays requested.
+      const answer = yield* Effect.promise(() =>
+        post(running, `/api/actions/${id}/decision`, tokens.owner, { action: "discard", reason: "Not needed." })
+      )
+      assert.strictEqual(answer.json.outcome, "discarded", answer.text)
+      assert.deepStrictEqual(yield* Fiber.join(waiting), [id!])
       yield* session.close
     }))
 })

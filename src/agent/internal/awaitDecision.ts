@@ -1,0 +1,117 @@
+/**
+ * Waiting for a reviewer (0.4): what an idle session's owner blocks on between its runs, until a reviewer decides
+ * one of the previews still waiting; then its next run tells the model (and runs the decision, if the session is
+ * the one to run it). Pushed, not polled: a durable session is woken by its store's change signal
+ * (`ChangeFeed.changed`: `LISTEN`/`NOTIFY` on Postgres, from any process; the store layer's own writes on SQLite and
+ * in memory), with a sweep every `sweepInterval` for what no signal reaches (another process on a SQLite file, a
+ * dropped connection); a session in memory by its pending set's changes.
+ *
+ * @internal
+ */
+import * as Duration from "effect/Duration"
+import * as Effect from "effect/Effect"
+import * as Queue from "effect/Queue"
+import * as Stream from "effect/Stream"
+import type { PendingStoreError } from "../../domain/Errors.js"
+import type { PendingStore } from "../../services/PendingStore.js"
+import type { Session } from "./session.js"
+
+/** How often a durable session looks again without a signal. */
+export const sweepInterval = Duration.seconds(1)
+
+/** The changes read per feed request while catching up. */
+const feedBatch = 1_000
+
+/** Whether a pending action's status means a decision was made (it is no longer waiting, nor being run). */
+const decidedStatus = (status: string): boolean => status !== "pending" && status !== "resolving"
+
+/**
+ * The ids of the session's actions a reviewer decided: every one with a requested decision, and every one of
+ * `watched` that is no longer open.
+ */
+const decidedNow = (store: PendingStore.Service, session: string, watched: ReadonlySet<string>) =>
+  Effect.gen(function*() {
+    const [requested, open] = yield* Effect.all([
+      store.requestedDecisions({ sessions: [session], limit: 100 }),
+      store.listOpen(session)
+    ])
+    const decided = new Set(requested.map(({ decision }) => decision.actionId))
+    const still = new Set(open.map((record) => record.id))
+    for (const id of watched) if (!still.has(id)) decided.add(id)
+    return [...decided]
+  })
+
+/** A durable session: its store's signal, the feed read after it, and the sweep. */
+const awaitDurable = (
+  session: Session,
+  store: PendingStore.Service,
+  watched: ReadonlySet<string>
+): Effect.Effect<ReadonlyArray<string>, PendingStoreError> =>
+  Effect.scoped(Effect.gen(function*() {
+    // Listening first, then looking: a decision made in between is a signal, not a miss.
+    const wake = yield* Queue.sliding<void>(1)
+    yield* Effect.forkScoped(
+      Stream.runForEach(store.changed, () => Queue.offer(wake, undefined)).pipe(
+        Effect.catchAllCause((cause) =>
+          Effect.logWarning("effect-resolve: the store's change signal ended; waiting for a reviewer by sweeps", cause)
+        )
+      )
+    )
+    let position = yield* store.feedHead
+    const first = yield* decidedNow(store, session.id, watched)
+    if (first.length > 0) return first
+    for (;;) {
+      const signalled = yield* Effect.race(
+        Effect.as(Queue.take(wake), true),
+        Effect.as(Effect.sleep(sweepInterval), false)
+      )
+      // After a signal, only a change of a watched action (a decision recorded or completed, a transition) is worth
+      // the two reads; a sweep always makes them (a change no signal reached, a sequence number seen late).
+      let relevant = !signalled
+      for (;;) {
+        const changes = yield* store.feed({ after: position, limit: feedBatch })
+        let { journal, notes } = position
+        for (const change of changes) {
+          if (change.source === "journal") journal = Math.max(journal, change.seq)
+          else notes = Math.max(notes, change.seq)
+          if (watched.has(change.actionId)) relevant = true
+        }
+        position = { journal, notes }
+        if (changes.length < feedBatch) break
+      }
+      if (!relevant) continue
+      const decided = yield* decidedNow(store, session.id, watched)
+      if (decided.length > 0) return decided
+    }
+  }))
+
+/** A session in memory: its pending set's changes (a reviewer there acts in this process). */
+const awaitInMemory = (
+  session: Session,
+  watched: ReadonlySet<string>
+): Effect.Effect<ReadonlyArray<string>, PendingStoreError> =>
+  Effect.scoped(Effect.gen(function*() {
+    const changes = yield* session.pending.subscribe
+    const open = yield* session.pending.listOpen
+    const settled = [...watched].filter((id) => !open.some((info) => info.id === id && !decidedStatus(info.status)))
+    if (settled.length > 0) return settled
+    const next = yield* Stream.runHead(
+      Stream.filter(changes, (info) => watched.has(info.id) && decidedStatus(info.status))
+    )
+    return next._tag === "Some" ? [next.value.id] : []
+  }))
+
+/**
+ * Waits until a reviewer decides one of the session's previews that wait now (`pending`); the ids decided (a
+ * requested decision of the session's actions counts, whoever will run it), at once when there are some already,
+ * `[]` when nothing waits. Reads only; interruptible.
+ */
+export const awaitDecision = (session: Session): Effect.Effect<ReadonlyArray<string>, PendingStoreError> =>
+  Effect.gen(function*() {
+    const waiting = (yield* session.pending.listOpen).filter((info) => info.status === "pending")
+    if (waiting.length === 0) return []
+    const watched = new Set(waiting.map((info) => info.id))
+    return yield* (session.store === undefined ?
+      awaitInMemory(session, watched) :
+      awaitDurable(session, session.store, watched))
+  }).pipe(Effect.withSpan("TurnDriver.awaitDecision", { attributes: { session: session.id } }))
