@@ -23,6 +23,7 @@
 import * as Effect from "effect/Effect"
 import { clusterFigures } from "./cluster.js"
 import { editFigures } from "./edit.js"
+import { eventFigures } from "./events.js"
 import { bytes, median, printTable, ratio, type Row, us, wrap } from "./harness.js"
 import { historyFigures } from "./history.js"
 import { inboxFigures } from "./inbox.js"
@@ -228,6 +229,16 @@ endSection("history")
 }
 
 endSection("inbox")
+
+// Event latency: a decision → a subscriber of the change feed, pushed (SQLite in one process; Postgres across two
+// pools, LISTEN/NOTIFY), against the same path by hand (bench/events.ts).
+{
+  const events = await eventFigures({ quick, postgres: pg.postgres })
+  rows.push(...events.rows)
+  checks.push(...events.missed)
+}
+
+endSection("events")
 
 // The MCP server: a preview + resolve round trip through the stdio server against the same calls in process
 // (bench/mcp.ts).

@@ -1,0 +1,516 @@
+/**
+ * Event latency rows of `npm run bench` (issue 28 §5): how soon a reviewer's decision reaches a subscriber of the
+ * store's change feed, pushed (`ChangeFeed.changed`) rather than polled, against the same path written by hand in the
+ * same run on the same kind of connections.
+ *
+ * - Postgres: two store layers with their own pools, as two processes have (the writer records the decision with
+ *   `DecisionRequests.recordDecision`; the reader holds `ChangeFeed.changed`, its `LISTEN`, and reads `feed` after
+ *   each signal until it sees the decision's action). The floor: a table with a statement trigger that calls
+ *   `pg_notify`, one `INSERT` by the writer, and the reader's `LISTEN` (the same `@effect/sql-pg` client) followed
+ *   by one `SELECT` of the rows after the last it read.
+ * - SQLite (one process, what `npm start` runs): one store layer on a file; the signal is the store's in-process
+ *   `PubSub`. The floor: one `INSERT` on the same file, an Effect `PubSub` published after it, and the subscriber's
+ *   `SELECT` of the rows after the last it read.
+ *
+ * Each sample is one decision on its own record: the time from the writer's call to the reader's feed read that
+ * names the action. Medians over the samples, floor and subject interleaved.
+ */
+import * as LanguageModel from "@effect/ai/LanguageModel"
+import * as Tool from "@effect/ai/Tool"
+import * as Toolkit from "@effect/ai/Toolkit"
+import * as LibsqlClient from "@effect/sql-libsql/LibsqlClient"
+import * as SqlClient from "@effect/sql/SqlClient"
+import * as Deferred from "effect/Deferred"
+import * as Effect from "effect/Effect"
+import * as Fiber from "effect/Fiber"
+import * as Layer from "effect/Layer"
+import * as ManagedRuntime from "effect/ManagedRuntime"
+import * as PubSub from "effect/PubSub"
+import * as Ref from "effect/Ref"
+import * as Schema from "effect/Schema"
+import * as Stream from "effect/Stream"
+import * as fs from "node:fs"
+import * as os from "node:os"
+import * as path from "node:path"
+import { ScriptedModel, TurnDriver } from "../dist/ai.js"
+import {
+  ChangeFeed,
+  Decision,
+  DecisionRequests,
+  PendingActions,
+  PendingStore,
+  PendingStoreError,
+  ResolveRuntime,
+  stage,
+  ToolResult
+} from "../dist/index.js"
+import * as PostgresStore from "../dist/stores/PostgresStore.js"
+import * as SqliteStore from "../dist/stores/SqliteStore.js"
+import { type Availability, freshSchema } from "../test/support/postgres.js"
+import { median, type Row } from "./harness.js"
+import { withPostgres } from "./postgres.js"
+
+const ms = (value: number) => `${value < 10 ? value.toFixed(2) : value.toFixed(1)} ms`
+
+/** A pending record to decide (a note: nothing runs it; the row measures the decision's way to a subscriber). */
+const record = (id: string, now: number) => ({
+  id,
+  session: "events",
+  kind: "note",
+  label: `Note ${id}`,
+  sourceToolName: "note",
+  stager: null,
+  preview: "a note",
+  payload: { n: 1 },
+  status: "pending" as const,
+  attempts: 0,
+  owner: null,
+  leaseUntil: null,
+  createdAt: now,
+  updatedAt: now,
+  expiresAt: null,
+  outcome: null
+})
+
+/** A reader of the change feed: `heard(id)` resolves with the moment a feed read named the action `id`. */
+const feedReader = Effect.gen(function*() {
+  const feed = yield* ChangeFeed
+  const position = yield* Ref.make(yield* feed.feedHead)
+  const waiting = new Map<string, Deferred.Deferred<number>>()
+  const readAll = Effect.gen(function*() {
+    for (;;) {
+      const after = yield* Ref.get(position)
+      const changes = yield* feed.feed({ after, limit: 1_000 })
+      if (changes.length === 0) return
+      const at = performance.now()
+      let { journal, notes } = after
+      for (const change of changes) {
+        if (change.source === "journal") journal = Math.max(journal, change.seq)
+        else notes = Math.max(notes, change.seq)
+        const deferred = waiting.get(change.actionId)
+        if (deferred !== undefined) {
+          waiting.delete(change.actionId)
+          yield* Deferred.succeed(deferred, at)
+        }
+      }
+      yield* Ref.set(position, { journal, notes })
+    }
+  })
+  const fiber = yield* Effect.forkDaemon(Stream.runForEach(feed.changed, () => readAll))
+  return {
+    expect: (id: string) =>
+      Effect.map(Deferred.make<number>(), (deferred) => {
+        waiting.set(id, deferred)
+        return Deferred.await(deferred)
+      }),
+    stop: Fiber.interrupt(fiber)
+  }
+})
+
+/** The subject: `samples` decisions, each timed from `recordDecision` to the reader's feed read naming it. */
+const subjectSample = (
+  writer: ManagedRuntime.ManagedRuntime<PendingStore | DecisionRequests, unknown>,
+  expect: (id: string) => Effect.Effect<Effect.Effect<number>>,
+  id: string
+) =>
+  Effect.gen(function*() {
+    const store = yield* PendingStore
+    const decisions = yield* DecisionRequests
+    yield* store.insert(record(id, Date.now()))
+    const decisionId = yield* Decision.makeId
+    const heard = yield* expect(id)
+    const start = performance.now()
+    const recorded = yield* decisions.recordDecision({
+      id: decisionId,
+      actionId: id,
+      reviewer: "bench",
+      action: "apply",
+      reason: "Looks right.",
+      amendment: null,
+      now: Date.now()
+    })
+    if (recorded._tag !== "Recorded") return yield* Effect.die(new Error(`not recorded: ${recorded._tag}`))
+    return (yield* heard) - start
+  }).pipe(writer.runPromise)
+
+export interface EventFigures {
+  readonly rows: ReadonlyArray<Row>
+  readonly missed: ReadonlyArray<string>
+}
+
+/** Interleaves `samples` runs of the subject and the floor; their medians in ms. */
+const interleave = async (
+  samples: number,
+  subject: (i: number) => Promise<number>,
+  floor: (i: number) => Promise<number>
+) => {
+  const a: Array<number> = []
+  const b: Array<number> = []
+  // Warm-up, not counted.
+  for (let i = 0; i < 5; i++) {
+    await subject(-1 - i)
+    await floor(-1 - i)
+  }
+  for (let i = 0; i < samples; i++) {
+    a.push(await subject(i))
+    b.push(await floor(i))
+  }
+  return { value: median(a), floor: median(b) }
+}
+
+const row = (
+  short: string,
+  figure: string,
+  floorText: string,
+  measured: { readonly value: number; readonly floor: number },
+  bound: number,
+  verdict: (ok: boolean) => string
+): Row => ({
+  name: short,
+  figure,
+  value: ms(measured.value),
+  floor: `${ms(measured.floor)} (${floorText})`,
+  plain: "—",
+  vsFloor: `${(measured.value / measured.floor).toFixed(2)}×`,
+  vsPlain: "—",
+  target: `≤ ${bound}× floor: ${verdict(measured.value <= bound * measured.floor)}`
+})
+
+/** The Postgres figure: two pools, the decision through one, heard through the other's LISTEN. */
+const postgresFigure = async (url: string, samples: number) => {
+  const writer = ManagedRuntime.make(PostgresStore.layerClient({ url, maxConnections: 2 }))
+  // Two LISTEN connections (the store's and the floor's) and room for the reads.
+  const reader = ManagedRuntime.make(PostgresStore.layerClient({ url, maxConnections: 4 }))
+  try {
+    const subject = await reader.runPromise(feedReader)
+    // The floor's table and trigger, and its reader: LISTEN, then the rows after the last one read.
+    await writer.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      Effect.gen(function*() {
+        yield* sql`CREATE TABLE bench_events (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, action_id text NOT NULL)`
+        yield* sql.unsafe(`CREATE FUNCTION bench_events_notify() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+  PERFORM pg_notify('bench_events', 'new');
+  RETURN NULL;
+END
+$body$`)
+        yield* sql.unsafe(`CREATE TRIGGER bench_events_notify AFTER INSERT ON bench_events
+FOR EACH STATEMENT EXECUTE FUNCTION bench_events_notify()`)
+      })))
+    const floorWaiting = new Map<string, (at: number) => void>()
+    let last = 0
+    const floorReader = await reader.runPromise(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const listen = (sql as unknown as { readonly listen: (channel: string) => Stream.Stream<string, unknown> }).listen
+      const readRows = Effect.gen(function*() {
+        const rows = yield* sql<{ readonly seq: string; readonly action_id: string }>`SELECT seq, action_id
+          FROM bench_events WHERE seq > ${last} ORDER BY seq LIMIT 1000`
+        const at = performance.now()
+        for (const row of rows) {
+          last = Math.max(last, Number(row.seq))
+          floorWaiting.get(row.action_id)?.(at)
+          floorWaiting.delete(row.action_id)
+        }
+      })
+      const ready = yield* Deferred.make<void>()
+      const fiber = yield* Effect.forkDaemon(
+        Stream.runForEach(
+          Stream.merge(Stream.fromEffect(Deferred.succeed(ready, undefined)), listen.call(sql, "bench_events")),
+          () => readRows
+        )
+      )
+      yield* Deferred.await(ready)
+      // The LISTEN is in place once a notification round trip came back.
+      yield* Effect.sleep("200 millis")
+      return fiber
+    }))
+    const floor = (i: number) => {
+      const id = `floor-${i}`
+      const heard = new Promise<number>((resolve) => floorWaiting.set(id, resolve))
+      const start = performance.now()
+      return writer.runPromise(
+        Effect.flatMap(SqlClient.SqlClient, (sql) => sql`INSERT INTO bench_events (action_id) VALUES (${id})`)
+      ).then(() => heard).then((at) => at - start)
+    }
+    const figures = await interleave(
+      samples,
+      (i) => subjectSample(writer, subject.expect, `pg-${i}`),
+      floor
+    )
+    await reader.runPromise(Effect.zipRight(subject.stop, Fiber.interrupt(floorReader)))
+    return figures
+  } finally {
+    await writer.dispose()
+    await reader.dispose()
+  }
+}
+
+const Note = Tool.make("note", {
+  parameters: { text: Schema.String },
+  success: Schema.String,
+  failure: PendingStoreError,
+  dependencies: [PendingActions]
+})
+const Tools = Toolkit.make(Note)
+const Handlers = Tools.toLayer({
+  note: ({ text }) =>
+    Effect.map(
+      stage({
+        label: `Note: ${text}`,
+        sourceToolName: "note",
+        preview: text,
+        apply: () => Effect.succeed(ToolResult.text(`Noted ${text}.`))
+      }),
+      (handle) => `Preview ${handle.id}`
+    )
+})
+
+/**
+ * The idle owner's figure, Postgres: a durable session (its own pool) stages a preview, then waits in
+ * `TurnDriver.awaitDecision`; a decision recorded through another pool wakes it, and it runs again: the decision
+ * (claim, apply, settle, complete) and the model request that tells the model. Timed from the reviewer's call to that
+ * request. The floor, by hand on the same two pools: the decision's row inserted with `pg_notify`; the owner's
+ * `LISTEN`, then the same statements (read the requested decision, claim, settle, complete it), then the request.
+ */
+const idleOwnerFigure = async (url: string, samples: number) => {
+  const turns = samples + 5
+  let requestedAt = 0
+  // The model: a tool call that stages a preview, then a text that ends the run, for every sample.
+  const script: ScriptedModel.Script = Array.from(
+    { length: turns },
+    (_, i) => [ScriptedModel.toolCall("note", { text: `n${i}` }), "Thanks."] as const
+  ).flat()
+  const timedModel = Layer.effect(
+    LanguageModel.LanguageModel,
+    Effect.map(LanguageModel.LanguageModel, (model) => ({
+      ...model,
+      generateText: ((options: never) =>
+        Effect.suspend(() => {
+          requestedAt = performance.now()
+          return model.generateText(options)
+        })) as unknown as typeof model.generateText
+    }))
+  )
+  const owner = ManagedRuntime.make(
+    Layer.mergeAll(
+      TurnDriver.layerWithoutDependencies({}),
+      Handlers,
+      Layer.provideMerge(timedModel, ScriptedModel.layer(script))
+    ).pipe(
+      Layer.provideMerge(ResolveRuntime.layerDurable({ session: "idle-owner" })),
+      Layer.provideMerge(PostgresStore.layerClient({ url, maxConnections: 3 }))
+    )
+  )
+  const reviewer = ManagedRuntime.make(PostgresStore.layerClient({ url, maxConnections: 2 }))
+  try {
+    const subject = async () => {
+      const { id, waiting } = await owner.runPromise(Effect.gen(function*() {
+        const driver = yield* TurnDriver
+        yield* Effect.either(driver.run("Take a note.", { toolkit: Tools, maxTurns: 1 }))
+        const pending = yield* PendingActions
+        const [open] = yield* pending.listOpen
+        const waiting = yield* Effect.forkDaemon(
+          Effect.zipRight(driver.awaitDecision, driver.run("Continue.", { toolkit: Tools }))
+        )
+        return { id: open!.id, waiting }
+      }))
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      const start = performance.now()
+      await reviewer.runPromise(
+        Effect.flatMap(
+          DecisionRequests,
+          (decisions) =>
+            Effect.flatMap(Decision.makeId, (decisionId) =>
+              decisions.recordDecision({
+                id: decisionId,
+                actionId: id,
+                reviewer: "bench",
+                action: "apply",
+                reason: "Go ahead.",
+                amendment: null,
+                now: Date.now()
+              }))
+        )
+      )
+      await owner.runPromise(Fiber.join(waiting))
+      return requestedAt - start
+    }
+    // The floor's tables (plain, as an app would have them) and the owner's listener.
+    await reviewer.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
+      Effect.gen(function*() {
+        yield* sql`CREATE TABLE bench_actions (id text PRIMARY KEY, status text NOT NULL, owner text)`
+        yield* sql`CREATE TABLE bench_decisions (id text PRIMARY KEY, action_id text NOT NULL, state text NOT NULL)`
+        yield* sql.unsafe(`CREATE FUNCTION bench_decisions_notify() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+  PERFORM pg_notify('bench_decisions', 'new');
+  RETURN NULL;
+END
+$body$`)
+        yield* sql.unsafe(`CREATE TRIGGER bench_decisions_notify AFTER INSERT ON bench_decisions
+FOR EACH STATEMENT EXECUTE FUNCTION bench_decisions_notify()`)
+      })))
+    let heard: ((at: number) => void) | undefined
+    const listener = await owner.runPromise(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const listen = (sql as unknown as { readonly listen: (channel: string) => Stream.Stream<string, unknown> }).listen
+      const runDecisions = Effect.gen(function*() {
+        const requested = yield* sql<{ readonly id: string; readonly action_id: string }>`SELECT id, action_id
+          FROM bench_decisions WHERE state = 'requested'`
+        for (const decision of requested) {
+          yield* sql`UPDATE bench_actions SET status = 'resolving', owner = 'bench' WHERE id = ${decision.action_id}
+            AND status = 'pending'`
+          yield* sql`UPDATE bench_actions SET status = 'applied', owner = NULL WHERE id = ${decision.action_id}
+            AND status = 'resolving' AND owner = 'bench'`
+          yield* sql`UPDATE bench_decisions SET state = 'done' WHERE id = ${decision.id} AND state = 'requested'`
+          // The model request.
+          heard?.(performance.now())
+        }
+      })
+      const fiber = yield* Effect.forkDaemon(Stream.runForEach(listen.call(sql, "bench_decisions"), () => runDecisions))
+      yield* Effect.sleep("200 millis")
+      return fiber
+    }))
+    const floor = async (i: number) => {
+      const id = `floor-${i}`
+      await owner.runPromise(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) => sql`INSERT INTO bench_actions (id, status) VALUES (${id}, 'pending')`
+        )
+      )
+      const requested = new Promise<number>((resolve) => (heard = resolve))
+      const start = performance.now()
+      await reviewer.runPromise(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) => sql`INSERT INTO bench_decisions (id, action_id, state) VALUES (${`d-${id}`}, ${id}, 'requested')`
+        )
+      )
+      return (await requested) - start
+    }
+    const figures = await interleave(samples, subject, floor)
+    await owner.runPromise(Fiber.interrupt(listener))
+    return figures
+  } finally {
+    await owner.dispose()
+    await reviewer.dispose()
+  }
+}
+
+/** The SQLite figure: one store layer on a file, its in-process signal. */
+const sqliteFigure = async (samples: number) => {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), "effect-resolve-bench-events-"))
+  const runtime = ManagedRuntime.make(SqliteStore.layer({ filename: path.join(dir, "events.db") }))
+  const floorDb = ManagedRuntime.make(LibsqlClient.layer({ url: `file:${path.join(dir, "floor.db")}` }))
+  try {
+    const subject = await runtime.runPromise(feedReader)
+    const floorWaiting = new Map<string, (at: number) => void>()
+    let last = 0
+    const { hub, fiber } = await floorDb.runPromise(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      yield* sql`CREATE TABLE bench_events (seq INTEGER PRIMARY KEY, action_id TEXT NOT NULL)`
+      const hub = yield* PubSub.sliding<void>(1)
+      const readRows = Effect.gen(function*() {
+        const rows = yield* sql<{ readonly seq: number; readonly action_id: string }>`SELECT seq, action_id
+          FROM bench_events WHERE seq > ${last} ORDER BY seq LIMIT 1000`
+        const at = performance.now()
+        for (const row of rows) {
+          last = Math.max(last, Number(row.seq))
+          floorWaiting.get(row.action_id)?.(at)
+          floorWaiting.delete(row.action_id)
+        }
+      })
+      const fiber = yield* Effect.forkDaemon(Stream.runForEach(Stream.fromPubSub(hub), () => readRows))
+      yield* Effect.sleep("50 millis")
+      return { hub, fiber }
+    }))
+    const floor = (i: number) => {
+      const id = `floor-${i}`
+      const heard = new Promise<number>((resolve) => floorWaiting.set(id, resolve))
+      const start = performance.now()
+      return floorDb.runPromise(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) =>
+            Effect.zipRight(sql`INSERT INTO bench_events (action_id) VALUES (${id})`, PubSub.publish(hub, undefined))
+        )
+      ).then(() => heard).then((at) => at - start)
+    }
+    const figures = await interleave(samples, (i) => subjectSample(runtime, subject.expect, `lite-${i}`), floor)
+    await runtime.runPromise(subject.stop)
+    await floorDb.runPromise(Fiber.interrupt(fiber))
+    return figures
+  } finally {
+    await runtime.dispose()
+    await floorDb.dispose()
+    fs.rmSync(dir, { recursive: true, force: true })
+  }
+}
+
+/** The event latency rows: SQLite in one process, and Postgres across two pools when a server is there. */
+export const eventFigures = async (options: {
+  readonly quick: boolean
+  readonly postgres?: Availability | undefined
+}): Promise<EventFigures> => {
+  const verdict = (ok: boolean) => options.quick ? "not judged (smoke run)" : ok ? "ok" : "MISSED"
+  const samples = options.quick ? 10 : 60
+  const bound = 2
+  const rows: Array<Row> = []
+  const missed: Array<string> = []
+  const lite = await sqliteFigure(samples)
+  rows.push(row(
+    "decision → subscriber, SQLite",
+    "a decision → a subscriber of the change feed hears it, SQLite file, one process (the store's signal)",
+    "INSERT, PubSub, SELECT by hand",
+    lite,
+    bound,
+    verdict
+  ))
+  if (lite.value > bound * lite.floor) missed.push("decision → subscriber, SQLite")
+  await withPostgres(options.postgres, async (postgres) => {
+    if (postgres._tag !== "Available") {
+      rows.push({
+        name: "decision → subscriber, Postgres",
+        figure: `a decision → a subscriber in another pool, Postgres: skipped (${postgres.reason})`,
+        value: "—",
+        floor: "—",
+        plain: "—",
+        vsFloor: "—",
+        vsPlain: "—",
+        target: "skipped"
+      })
+      return
+    }
+    const url = await Effect.runPromise(freshSchema(postgres.url))
+    const pg = await postgresFigure(url, samples)
+    rows.push(row(
+      "decision → subscriber, Postgres",
+      "a decision → a subscriber in another pool hears it, Postgres (LISTEN/NOTIFY, then the feed read)",
+      "INSERT with pg_notify, LISTEN, SELECT by hand",
+      pg,
+      bound,
+      verdict
+    ))
+    if (pg.value > bound * pg.floor) missed.push("decision → subscriber, Postgres")
+    const idle = await idleOwnerFigure(await Effect.runPromise(freshSchema(postgres.url)), samples)
+    rows.push(row(
+      "decision → idle owner's request",
+      "a decision → the idle owner (TurnDriver.awaitDecision, another pool) wakes, runs it, and sends its next " +
+        "model request, Postgres",
+      "INSERT with pg_notify, LISTEN, the same statements by hand",
+      idle,
+      bound,
+      verdict
+    ))
+    if (idle.value > bound * idle.floor) missed.push("decision → idle owner's request, Postgres")
+  })
+  return { rows, missed }
+}
+
+// `tsx bench/events.ts`: these rows alone (after `npm run build`).
+if (process.argv[1] !== undefined && path.resolve(process.argv[1]) === path.resolve(import.meta.filename)) {
+  const { printTable } = await import("./harness.js")
+  const result = await eventFigures({ quick: process.env.BENCH_QUICK !== undefined })
+  printTable(result.rows)
+  if (result.missed.length > 0) console.log(`missed: ${result.missed.join(", ")}`)
+  process.exit(0)
+}
