@@ -24,6 +24,7 @@ import type { SteeringMessage } from "../../domain/SteeringMessage.js"
 import * as ToolResult from "../../domain/ToolResult.js"
 import { capText, messageOf } from "../../internal/render.js"
 import { completingWithSettle, outcomeMax } from "../../services/internal/decisionSettle.js"
+import type { PendingActionInfo } from "../../services/PendingActions.js"
 import { resolveWith } from "../../tools/Resolve.js"
 import type { Session } from "./session.js"
 
@@ -123,11 +124,13 @@ const runOne = (session: Session, decision: Decision): Effect.Effect<Option.Opti
 /**
  * Runs what a reviewer decided for this session's actions that it can run, then queues on `session.carry` one
  * steering message per shown preview (`session.shown`) that a completed (`done`) decision settled, for the next
- * request. Never fails: a store that cannot be read is logged, and the next turn tries again.
+ * request. Returns the session's open actions as it read them after running the decisions (the turn needs them, and
+ * reads them again only when this did not get that far). Never fails: a store that cannot be read is logged, and
+ * the next turn tries again.
  */
-export const pickUp = (session: Session): Effect.Effect<void> =>
+export const pickUp = (session: Session): Effect.Effect<Option.Option<ReadonlyArray<PendingActionInfo>>> =>
   session.store === undefined ?
-    Effect.void :
+    Effect.succeedNone :
     Effect.gen(function*() {
       const store = session.store!
       const waiting = yield* store.requestedDecisions({ sessions: [session.id], limit: batch })
@@ -139,7 +142,8 @@ export const pickUp = (session: Session): Effect.Effect<void> =>
       }
       // The previews the model saw that are settled now: a reviewer's decision is told once, whoever ran it.
       const shown = [...(yield* Ref.get(session.shown))]
-      const open = new Set((yield* session.pending.listOpen).filter((i) => i.status === "pending").map((i) => i.id))
+      const openNow = yield* session.pending.listOpen
+      const open = new Set(openNow.filter((i) => i.status === "pending").map((i) => i.id))
       const told: Array<Decision> = []
       for (const id of shown) {
         if (open.has(id)) continue
@@ -154,11 +158,19 @@ export const pickUp = (session: Session): Effect.Effect<void> =>
         if (done !== undefined) told.push(done)
       }
       told.push(...ran.values())
-      if (told.length === 0) return
-      const now = yield* Clock.currentTimeMillis
-      yield* Ref.update(session.carry, (messages) => [...messages, ...told.map((d) => steering(d, now))])
+      if (told.length > 0) {
+        const now = yield* Clock.currentTimeMillis
+        yield* Ref.update(session.carry, (messages) => [...messages, ...told.map((d) => steering(d, now))])
+      }
+      return Option.some(openNow)
     }).pipe(
       Effect.catchAllCause((cause) =>
-        Effect.logWarning("effect-resolve: could not read the reviewers' decisions; the next turn tries again", cause)
+        Effect.as(
+          Effect.logWarning(
+            "effect-resolve: could not read the reviewers' decisions; the next turn tries again",
+            cause
+          ),
+          Option.none()
+        )
       )
     )

@@ -247,19 +247,23 @@ export const persist = (session: Session): Effect.Effect<void> => {
 
 /**
  * Before each turn, a durable session runs what a reviewer decided that only it can run, and tells the model of the
- * previews it was shown that a reviewer settled (`pickUp`); then it reads its actions again (one round trip): another
- * process (an approval inbox, a second worker) may have resolved one, and the queue must not force resolve for it.
+ * previews it was shown that a reviewer settled (`pickUp`), reading its actions again as it does (one round trip, not
+ * two: read here only when `pickUp` did not get that far): another process (an approval inbox, a second worker) may
+ * have resolved one, and the queue must not force resolve for it.
  */
 export const refresh = (session: Session): Effect.Effect<void> =>
   session.pending.durable ?
-    Effect.matchCauseEffect(Effect.zipRight(pickUp(session), session.pending.listOpen), {
-      onFailure: (cause) => Effect.logWarning("effect-resolve: could not read the pending set again", cause),
-      // The previews shown that are no longer pending are forgotten: `shown` stays as small as the set.
-      onSuccess: (open) => {
-        const pendingIds = new Set(open.filter((i) => i.status === "pending").map((i) => i.id))
-        return Ref.update(session.shown, (ids) => new Set([...ids].filter((id) => pendingIds.has(id))))
+    Effect.matchCauseEffect(
+      Effect.flatMap(pickUp(session), Option.match({ onNone: () => session.pending.listOpen, onSome: Effect.succeed })),
+      {
+        onFailure: (cause) => Effect.logWarning("effect-resolve: could not read the pending set again", cause),
+        // The previews shown that are no longer pending are forgotten: `shown` stays as small as the set.
+        onSuccess: (open) => {
+          const pendingIds = new Set(open.filter((i) => i.status === "pending").map((i) => i.id))
+          return Ref.update(session.shown, (ids) => new Set([...ids].filter((id) => pendingIds.has(id))))
+        }
       }
-    }) :
+    ) :
     Effect.void
 
 /** Their tool results now show these previews (`staged`): a resumed session does not show them again. */
