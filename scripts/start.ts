@@ -9,8 +9,9 @@
  *   `OPENAI_MODEL`, default gpt-4.1) or `ANTHROPIC_API_KEY` (Anthropic, `ANTHROPIC_MODEL`, default claude-sonnet-4-5)
  *   is set; `OPENAI_API_URL` / `ANTHROPIC_API_URL` point the client elsewhere (a gateway);
  * - the inbox on 127.0.0.1 (port 4411, or `PORT`) over the same SQLite file, registering the edit kind; it prints a
- *   one-time login link. Open it, apply or discard, and watch the terminal: the session's next turn tells its model
- *   what the reviewer decided ("A reviewer (owner) applied pa_…: reason").
+ *   one-time login link. Open it, apply or discard, and watch the terminal: the session, waiting for the reviewer
+ *   (`TurnDriver.awaitDecision`), runs a turn at once that tells its model what the reviewer decided ("A reviewer
+ *   (owner) applied pa_…: reason").
  *
  * Written as an app would be: only the package's public entries. Stop it with Ctrl-C.
  */
@@ -20,7 +21,7 @@ import { OpenAiClient, OpenAiLanguageModel } from "@effect/ai-openai"
 import { FetchHttpClient } from "@effect/platform"
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import * as NodeRuntime from "@effect/platform-node/NodeRuntime"
-import { Config, Console, Duration, Effect, Layer, Option, Schedule } from "effect"
+import { Config, Console, Effect, Layer, Option } from "effect"
 import { PendingActions, ResolveConfig, ResolveRuntime } from "effect-resolve"
 import { AiEditTool, ScriptedModel, TurnDriver } from "effect-resolve/ai"
 import { FileEditPreview } from "effect-resolve/edit"
@@ -117,10 +118,14 @@ const inbox = InboxServer.layer({ port }).pipe(
 const program = Effect.gen(function*() {
   const driver = yield* TurnDriver
   const pending = yield* PendingActions
-  // A run ends when its turns are used up while previews wait for a reviewer: that is the demo's normal state.
+  // A run ends when its turns are used up, or its forcing gave up, while previews wait for a reviewer: that is the
+  // demo's normal state (the model is told to leave them to the reviewer).
   const turn = (prompt: string, maxTurns: number) =>
     Effect.asVoid(
-      Effect.catchTag(driver.run(prompt, { toolkit: Tools, maxTurns }), "MaxTurnsExceeded", () => Effect.void)
+      Effect.catchTags(driver.run(prompt, { toolkit: Tools, maxTurns }), {
+        MaxTurnsExceeded: () => Effect.void,
+        ResolveNotCalled: () => Effect.void
+      })
     )
   yield* Console.log(`The agent's model: ${model.name}`)
   if ((yield* pending.listOpen).length === 0) {
@@ -133,32 +138,28 @@ const program = Effect.gen(function*() {
   )
   yield* Console.log(`\nThe approval inbox: open this one-time login link (it works once):\n\n  ${yield* server
     .loginLink()}\n`)
-  // The agent's turn each time something it was shown is settled: its model hears what the reviewer decided.
-  let open = (yield* pending.listOpen).length
+  // The agent's turn each time a reviewer decides one of its previews (awaitDecision: woken by the store's signal,
+  // no polling): its model hears what the reviewer decided. With no preview waiting, the inbox stays up.
   const printed = new Set<string>()
-  yield* Effect.repeat(
-    Effect.gen(function*() {
-      const now = (yield* pending.listOpen).length
-      if (now === open) return
-      open = now
-      yield* turn("Anything new from the reviewers?", 1)
-      // What the model's last request told it (the scripted model records its requests; a real one does not).
-      const requests = yield* Effect.serviceOption(ScriptedModel.ScriptedModel).pipe(
-        Effect.flatMap(Option.match({
-          onNone: () => Effect.succeed<ReadonlyArray<ScriptedModel.ScriptedRequest>>([]),
-          onSome: (scripted) => scripted.requests
-        }))
-      )
-      const last = requests.at(-1)
-      for (const text of last?.userTexts ?? []) {
-        if (text.startsWith("A reviewer") && !printed.has(text)) {
-          printed.add(text)
-          yield* Console.log(`The agent's model was told: ${text}`)
-        }
+  yield* Effect.forever(Effect.gen(function*() {
+    const decided = yield* driver.awaitDecision
+    if (decided.length === 0) return yield* Effect.never
+    yield* turn("Anything new from the reviewers?", 1)
+    // What the model's last request told it (the scripted model records its requests; a real one does not).
+    const requests = yield* Effect.serviceOption(ScriptedModel.ScriptedModel).pipe(
+      Effect.flatMap(Option.match({
+        onNone: () => Effect.succeed<ReadonlyArray<ScriptedModel.ScriptedRequest>>([]),
+        onSome: (scripted) => scripted.requests
+      }))
+    )
+    const last = requests.at(-1)
+    for (const text of last?.userTexts ?? []) {
+      if (text.startsWith("A reviewer") && !printed.has(text)) {
+        printed.add(text)
+        yield* Console.log(`The agent's model was told: ${text}`)
       }
-    }),
-    Schedule.spaced(Duration.seconds(1))
-  )
+    }
+  }))
 })
 
 NodeRuntime.runMain(

@@ -251,10 +251,10 @@ export declare namespace TurnDriver {
     readonly capabilities: Effect.Effect<ModelCapabilities>
     /**
      * Waits until a reviewer decides one of the session's previews that wait now (`pending`), and returns the ids
-     * decided: an action with a requested decision (the approval inbox records one; the session's next `run` runs it
-     * when the session is the one to), or one settled meanwhile by anyone else (an inbox that ran it, another
-     * process). At once when some are decided already; `[]` when no preview waits. Then `run` again: its request
-     * tells the model what the reviewer did.
+     * decided: an action settled meanwhile by anyone else (the approval inbox that ran the decision, another
+     * process), or one with a requested decision that is this session's to run (a closure it staged, or a kind no
+     * inbox ran within two seconds); the next `run` runs those. At once when some are decided already; `[]` when no
+     * preview waits. Then `run` again: its request tells the model what the reviewer did.
      *
      * Pushed, not polled: a durable session is woken by its store's change signal (`ChangeFeed.changed`:
      * `LISTEN`/`NOTIFY` on Postgres, from any process; the store layer's own writes on SQLite and in memory), and

@@ -1,6 +1,7 @@
 /**
  * `npm start` (scripts/start.ts) does what the README's set-up says: it starts the approval inbox on a SQLite file
- * with a demo agent session, prints a one-time login link that works, and lists the demo session's previews.
+ * with a demo agent session, prints a one-time login link that works, and lists the demo session's previews; a
+ * reviewer's decision reaches the session's model at once (it waits with `TurnDriver.awaitDecision`).
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Exit, Scope } from "effect"
@@ -14,7 +15,12 @@ import { root } from "../../scripts/readme-examples.js"
 import * as ProviderServer from "../support/ProviderServer.js"
 
 /** Runs scripts/start.ts over `dir` until the inbox lists `atLeast` previews; returns what it printed and them. */
-const startAndList = async (env: Record<string, string>, dir?: string, atLeast = 1) => {
+const startAndList = async (
+  env: Record<string, string>,
+  dir?: string,
+  atLeast = 1,
+  then?: (running: { readonly origin: string; readonly cookie: string; readonly out: () => string }) => Promise<void>
+) => {
   const own = dir === undefined
   const data = dir ?? mkdtempSync(join(tmpdir(), "effect-resolve-start-"))
   const child = spawn(process.execPath, ["--import", "tsx", "scripts/start.ts", data], {
@@ -55,6 +61,7 @@ const startAndList = async (env: Record<string, string>, dir?: string, atLeast =
       listed = body.items ?? []
       if (listed.length < atLeast) await new Promise((resolve) => setTimeout(resolve, 200))
     }
+    if (then !== undefined) await then({ origin, cookie: cookie.split(";")[0]!, out: () => out })
     return { out, labels: listed.map((item) => item.label), ids: listed.map((item) => item.id).sort() }
   } finally {
     child.kill("SIGTERM")
@@ -68,6 +75,24 @@ describe("npm start", () => {
     const { labels, out } = await startAndList({})
     assert.include(out, "The agent's model: the scripted model")
     assert.isAtLeast(labels.length, 1, out)
+  }, 120_000)
+
+  it("a reviewer's apply in the inbox: the waiting session's model is told at once, without a prompt", async () => {
+    let told = ""
+    const { out } = await startAndList({}, undefined, 2, async ({ cookie, origin, out }) => {
+      const list = await fetch(`${origin}/api/actions`, { headers: { cookie } })
+      const [first] = (await list.json() as { readonly items: ReadonlyArray<{ readonly id: string }> }).items
+      const decided = await fetch(`${origin}/api/actions/${first!.id}/decision`, {
+        method: "POST",
+        headers: { cookie, origin, "content-type": "application/json" },
+        body: JSON.stringify({ action: "apply", reason: "Ship it." })
+      })
+      assert.strictEqual(decided.status, 200, await decided.text())
+      const wanted = `The agent's model was told: A reviewer (owner) applied ${first!.id}: Ship it.`
+      for (let i = 0; i < 100 && !out().includes(wanted); i++) await new Promise((r) => setTimeout(r, 100))
+      told = out().split("\n").find((line) => line.startsWith(wanted)) ?? ""
+    })
+    assert.notStrictEqual(told, "", out)
   }, 120_000)
 
   it("a restart over the same directory resumes the session: the same previews, none staged again", async () => {

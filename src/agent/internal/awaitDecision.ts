@@ -8,11 +8,13 @@
  *
  * @internal
  */
+import * as Clock from "effect/Clock"
 import * as Duration from "effect/Duration"
 import * as Effect from "effect/Effect"
 import * as Queue from "effect/Queue"
 import * as Stream from "effect/Stream"
 import type { PendingStoreError } from "../../domain/Errors.js"
+import { closureKind } from "../../services/ActionKind.js"
 import type { PendingStore } from "../../services/PendingStore.js"
 import type { Session } from "./session.js"
 
@@ -26,16 +28,31 @@ const feedBatch = 1_000
 const decidedStatus = (status: string): boolean => status !== "pending" && status !== "resolving"
 
 /**
- * The ids of the session's actions a reviewer decided: every one with a requested decision, and every one of
- * `watched` that is no longer open.
+ * How long a requested decision of a durable kind is left to an approval inbox (which runs a kind it registers at
+ * once) before the session takes it as its own to run.
  */
-const decidedNow = (store: PendingStore.Service, session: string, watched: ReadonlySet<string>) =>
+export const inboxGrace = Duration.seconds(2)
+
+/**
+ * The ids of the session's actions a reviewer decided: every one of `watched` that is no longer open (settled by
+ * whoever ran it), and every one with a requested decision that is the session's to run: a closure (only its
+ * stager can run it), or a decision nobody ran within `inboxGrace` (no inbox registers its kind). A requested
+ * decision of a durable kind is not taken at once: the inbox that recorded it is running it, and the session would
+ * only race it.
+ */
+const decidedNow = (store: PendingStore.Service, session: string, watched: ReadonlySet<string>, now: number) =>
   Effect.gen(function*() {
     const [requested, open] = yield* Effect.all([
       store.requestedDecisions({ sessions: [session], limit: 100 }),
       store.listOpen(session)
-    ])
-    const decided = new Set(requested.map(({ decision }) => decision.actionId))
+    ], { concurrency: 2 })
+    const decided = new Set<string>()
+    for (const { decision, record } of requested) {
+      if (
+        record.status === "pending" &&
+        (record.kind === closureKind || decision.requestedAt <= now - Duration.toMillis(inboxGrace))
+      ) decided.add(decision.actionId)
+    }
     const still = new Set(open.map((record) => record.id))
     for (const id of watched) if (!still.has(id)) decided.add(id)
     return [...decided]
@@ -58,7 +75,7 @@ const awaitDurable = (
       )
     )
     let position = yield* store.feedHead
-    const first = yield* decidedNow(store, session.id, watched)
+    const first = yield* decidedNow(store, session.id, watched, yield* Clock.currentTimeMillis)
     if (first.length > 0) return first
     for (;;) {
       const signalled = yield* Effect.race(
@@ -80,7 +97,7 @@ const awaitDurable = (
         if (changes.length < feedBatch) break
       }
       if (!relevant) continue
-      const decided = yield* decidedNow(store, session.id, watched)
+      const decided = yield* decidedNow(store, session.id, watched, yield* Clock.currentTimeMillis)
       if (decided.length > 0) return decided
     }
   }))
