@@ -87,7 +87,8 @@ const feedReader = Effect.gen(function*() {
       for (const change of changes) {
         if (change.source === "journal") journal = Math.max(journal, change.seq)
         else notes = Math.max(notes, change.seq)
-        const deferred = waiting.get(change.actionId)
+        // The decision is a note; the record's own insert (a journal change, heard late) does not count.
+        const deferred = change.source === "notes" ? waiting.get(change.actionId) : undefined
         if (deferred !== undefined) {
           waiting.delete(change.actionId)
           yield* Deferred.succeed(deferred, at)
