@@ -64,7 +64,8 @@ const awaitDurable = (
   watched: ReadonlySet<string>
 ): Effect.Effect<ReadonlyArray<string>, PendingStoreError> =>
   Effect.scoped(Effect.gen(function*() {
-    // Listening first, then looking: a decision made in between is a signal, not a miss.
+    // Listening, then looking: a decision made before the listener is in place is found by the first look, or by
+    // the feed read after the next signal or sweep (the position is taken before that look).
     const wake = yield* Queue.sliding<void>(1)
     yield* Effect.forkScoped(
       Stream.runForEach(store.changed, () => Queue.offer(wake, undefined)).pipe(
