@@ -23,7 +23,7 @@ import { isTerminal } from "../../domain/PendingRecord.js"
 import type { SteeringMessage } from "../../domain/SteeringMessage.js"
 import * as ToolResult from "../../domain/ToolResult.js"
 import { capText, messageOf } from "../../internal/render.js"
-import { completingWithSettle, outcomeMax } from "../../services/internal/decisionSettle.js"
+import { outcomeMax, runningDecision } from "../../services/internal/decisionSettle.js"
 import type { PendingActionInfo } from "../../services/PendingActions.js"
 import { resolveWith } from "../../tools/Resolve.js"
 import type { Session } from "./session.js"
@@ -66,31 +66,14 @@ const runOne = (session: Session, decision: Decision): Effect.Effect<Option.Opti
   Effect.gen(function*() {
     const store = session.store!
     const by = `session:${session.id}`
-    const params = { action: decision.action, reason: decision.reason, id: decision.actionId } as const
     // The decision is completed in the same transaction as the settle of its action (or after it, if that fails).
-    const { completion, settleWith } = completingWithSettle(store, decision, by, Clock.currentTimeMillis)
-    const program = resolveWith(params, {
-      settleWith,
-      ...(decision.action === "apply" && decision.amendment !== null ?
-        { amendment: { actionId: decision.actionId, reviewer: decision.reviewer, encoded: decision.amendment } } :
-        {})
-    })
-    const exit = yield* Effect.exit(Effect.provide(program, session.runtime))
+    const run = runningDecision(store, decision, by, Clock.currentTimeMillis)
+    const exit = yield* Effect.exit(Effect.provide(resolveWith(run.params, run.options), session.runtime))
     let state: "done" | "failed"
     let outcome: string
     if (Exit.isSuccess(exit)) {
-      const completed = completion()
-      if (completed !== undefined) {
-        return completed.completed ?
-          Option.some<Decision>({
-            ...decision,
-            state: "done",
-            outcome: completed.outcome,
-            settledAt: completed.at,
-            settledBy: by
-          }) :
-          Option.none()
-      }
+      const completed = run.completed()
+      if (completed !== undefined) return completed
       state = "done"
       outcome = ToolResult.textOf(exit.value)
     } else {

@@ -22,7 +22,7 @@ import type { InvalidOptions } from "../../domain/InvalidOptions.js"
 import { isTerminal, type PendingRecord } from "../../domain/PendingRecord.js"
 import * as ToolResult from "../../domain/ToolResult.js"
 import { capText, messageOf } from "../../internal/render.js"
-import { completingWithSettle, outcomeMax } from "../../services/internal/decisionSettle.js"
+import { outcomeMax, runningDecision } from "../../services/internal/decisionSettle.js"
 import type { PendingStore } from "../../services/PendingStore.js"
 import { type ResolveServices, resolveWith } from "../../tools/Resolve.js"
 
@@ -96,32 +96,19 @@ export const make = (options: RunnerOptions) => {
           }). The inbox tries again.`
         )
       }
-      const params = { action: decision.action, reason: decision.reason, id: decision.actionId } as const
       // The decision is completed in the same transaction as the settle of its action (or after it, if that fails).
-      const { completion, settleWith } = completingWithSettle(store, decision, instance, Effect.sync(now))
-      const program = resolveWith(params, {
-        settleWith,
-        ...(decision.action === "apply" && decision.amendment !== null ?
-          {
-            amendment: { actionId: decision.actionId, reviewer: decision.reviewer, encoded: decision.amendment }
-          } :
-          {})
-      })
-      const exit = yield* Effect.exit(
-        Effect.provide(program, session.right)
-      )
+      const run = runningDecision(store, decision, instance, Effect.sync(now))
+      const exit = yield* Effect.exit(Effect.provide(resolveWith(run.params, run.options), session.right))
       if (Exit.isSuccess(exit)) {
         const message = ToolResult.textOf(exit.value)
-        const completed = completion()
+        const completed = run.completed()
         if (completed === undefined) yield* complete(decision, "done", message)
-        const outcome: RunOutcome = {
+        const ran: RunOutcome = {
           outcome: decision.action === "apply" ? "applied" : "discarded",
           message,
-          completed: completed?.completed === true ?
-            { ...decision, state: "done", outcome: completed.outcome, settledAt: completed.at, settledBy: instance } :
-            undefined
+          completed: completed === undefined ? undefined : Option.getOrUndefined(completed)
         }
-        return outcome
+        return ran
       }
       const failure = Cause.failureOption(exit.cause)
       if (Option.isNone(failure)) {

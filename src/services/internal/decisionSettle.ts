@@ -1,12 +1,15 @@
 /**
- * Completing a reviewer's decision in the same transaction as the settle of its action (`ResolveOptions.settleWith`):
- * one commit for both, for every process that runs a decision (the approval inbox, a session's turn). When that
- * transaction fails, the settle is written alone (as any resolve's) and the caller completes the decision after it.
+ * Running a reviewer's decision, for every process that runs one (the approval inbox, a session's turn): the
+ * `resolve` it makes, with the decision completed in the same transaction as the settle of its action
+ * (`ResolveOptions.settleWith`): one commit for both. When that transaction fails, the settle is written alone (as
+ * any resolve's) and the caller completes the decision after it.
  *
  * @internal
  */
 import * as Effect from "effect/Effect"
+import * as Option from "effect/Option"
 import type { Decision } from "../../domain/Decision.js"
+import type { ResolveParams } from "../../domain/ResolveParams.js"
 import { capText } from "../../internal/render.js"
 import type { ResolveOptions } from "../PendingActions.js"
 import type { PendingStore } from "../PendingStore.js"
@@ -14,39 +17,50 @@ import type { PendingStore } from "../PendingStore.js"
 /** The most characters of a decision's outcome kept. */
 export const outcomeMax = 4_000
 
-/** How the settle's transaction completed the decision: not at all (`undefined`), or what `completeDecision` said. */
-export interface Completion {
-  readonly completed: boolean
-  readonly outcome: string
-  readonly at: number
-}
-
 /**
- * `settleWith` for running `decision`: completes it `done` (by `by`, with the apply's result) in the settle's
- * transaction; `completion()` says whether it did.
+ * How a process runs a reviewer's `decision` (by `by`, on `now`'s clock): the `resolve` parameters and options that
+ * run it (the reviewer's amendment for an apply, and a `settleWith` that completes the decision `done`, with the
+ * apply's result, in the same transaction as the settle of its action), and, once it ran, `completed()`: the
+ * decision as that transaction completed it (`none` when another process had completed it first), or `undefined`
+ * when it did not get to (the transaction failed and the settle was written alone; the caller completes it).
  */
-export const completingWithSettle = (
+export const runningDecision = (
   store: PendingStore.Service,
   decision: Decision,
   by: string,
   now: Effect.Effect<number>
-) => {
-  let completion: Completion | undefined
+): {
+  readonly params: ResolveParams
+  readonly options: ResolveOptions
+  readonly completed: () => Option.Option<Decision> | undefined
+} => {
+  let completed: Option.Option<Decision> | undefined
   const settleWith: NonNullable<ResolveOptions["settleWith"]> = (settle, action) => {
     if (action.id !== decision.actionId) return settle
     const outcome = capText(action.outcome, outcomeMax)
     const both = Effect.flatMap(settle, (settled) =>
       settled ?
         Effect.flatMap(now, (at) =>
-          Effect.map(store.completeDecision({ id: decision.id, state: "done", outcome, by, now: at }), (completed) => {
-            completion = { completed, outcome, at }
+          Effect.map(store.completeDecision({ id: decision.id, state: "done", outcome, by, now: at }), (done) => {
+            completed = done ?
+              Option.some({ ...decision, state: "done", outcome, settledAt: at, settledBy: by }) :
+              Option.none()
             return true
           })) :
         Effect.succeed(false))
     return Effect.catchAll(store.transaction(both), () => {
-      completion = undefined
+      completed = undefined
       return settle
     })
   }
-  return { settleWith, completion: () => completion }
+  return {
+    params: { action: decision.action, reason: decision.reason, id: decision.actionId },
+    options: decision.action === "apply" && decision.amendment !== null ?
+      {
+        settleWith,
+        amendment: { actionId: decision.actionId, reviewer: decision.reviewer, encoded: decision.amendment }
+      } :
+      { settleWith },
+    completed: () => completed
+  }
 }
