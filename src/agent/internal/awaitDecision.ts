@@ -109,8 +109,10 @@ const awaitInMemory = (
 ): Effect.Effect<ReadonlyArray<string>, PendingStoreError> =>
   Effect.scoped(Effect.gen(function*() {
     const changes = yield* session.pending.subscribe
-    const open = yield* session.pending.listOpen
-    const settled = [...watched].filter((id) => !open.some((info) => info.id === id && !decidedStatus(info.status)))
+    const undecided = new Set(
+      (yield* session.pending.listOpen).filter((info) => !decidedStatus(info.status)).map((info) => info.id)
+    )
+    const settled = [...watched].filter((id) => !undecided.has(id))
     if (settled.length > 0) return settled
     const next = yield* Stream.runHead(
       Stream.filter(changes, (info) => watched.has(info.id) && decidedStatus(info.status))

@@ -97,11 +97,11 @@ const reconcile = (
   })
 
 /**
- * A claim another instance held when this exclusive session acquired the session: its owner is not this thread's
- * (an instance alive here keeps its claim) and its lease will pass.
+ * A claim another instance held when this exclusive session acquired the session: its owner is not an instance alive
+ * in this thread (which keeps its claim), and its lease will pass.
  */
 const previousOwnersClaim = (s: State, record: PendingRecord): boolean =>
-  s.ownership !== undefined && record.owner !== null && record.owner !== s.owner && record.leaseUntil !== null &&
+  s.ownership !== undefined && record.owner !== null && record.leaseUntil !== null &&
   localVerdict(record.owner) !== "alive"
 
 /** How long a claim whose kind could not tell what became of it (a file still locked) waits before it is asked again. */
