@@ -177,6 +177,26 @@ const row = (
   target: `≤ ${bound}× floor: ${verdict(measured.value <= bound * measured.floor)}`
 })
 
+/** The floors' notification by hand: a statement trigger on `table` that notifies the channel of its name. */
+const notifyOnInsert = (sql: SqlClient.SqlClient, table: string) =>
+  Effect.zipRight(
+    sql.unsafe(`CREATE FUNCTION ${table}_notify() RETURNS trigger LANGUAGE plpgsql AS $body$
+BEGIN
+  PERFORM pg_notify('${table}', 'new');
+  RETURN NULL;
+END
+$body$`),
+    sql.unsafe(`CREATE TRIGGER ${table}_notify AFTER INSERT ON ${table}
+FOR EACH STATEMENT EXECUTE FUNCTION ${table}_notify()`)
+  )
+
+/** The floors' `LISTEN` on `channel`, through `@effect/sql-pg`'s client (its `listen`; an empty payload is dropped). */
+const listenTo = (sql: SqlClient.SqlClient, channel: string) =>
+  (sql as unknown as { readonly listen: (channel: string) => Stream.Stream<string, unknown> }).listen.call(
+    sql,
+    channel
+  )
+
 /** The Postgres figure: two pools, the decision through one, heard through the other's LISTEN. */
 const postgresFigure = async (url: string, samples: number) => {
   const writer = ManagedRuntime.make(PostgresStore.layerClient({ url, maxConnections: 2 }))
@@ -188,20 +208,12 @@ const postgresFigure = async (url: string, samples: number) => {
     await writer.runPromise(Effect.flatMap(SqlClient.SqlClient, (sql) =>
       Effect.gen(function*() {
         yield* sql`CREATE TABLE bench_events (seq bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, action_id text NOT NULL)`
-        yield* sql.unsafe(`CREATE FUNCTION bench_events_notify() RETURNS trigger LANGUAGE plpgsql AS $body$
-BEGIN
-  PERFORM pg_notify('bench_events', 'new');
-  RETURN NULL;
-END
-$body$`)
-        yield* sql.unsafe(`CREATE TRIGGER bench_events_notify AFTER INSERT ON bench_events
-FOR EACH STATEMENT EXECUTE FUNCTION bench_events_notify()`)
+        yield* notifyOnInsert(sql, "bench_events")
       })))
     const floorWaiting = new Map<string, (at: number) => void>()
     let last = 0
     const floorReader = await reader.runPromise(Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const listen = (sql as unknown as { readonly listen: (channel: string) => Stream.Stream<string, unknown> }).listen
       const readRows = Effect.gen(function*() {
         const rows = yield* sql<{ readonly seq: string; readonly action_id: string }>`SELECT seq, action_id
           FROM bench_events WHERE seq > ${last} ORDER BY seq LIMIT 1000`
@@ -215,7 +227,7 @@ FOR EACH STATEMENT EXECUTE FUNCTION bench_events_notify()`)
       const ready = yield* Deferred.make<void>()
       const fiber = yield* Effect.forkDaemon(
         Stream.runForEach(
-          Stream.merge(Stream.fromEffect(Deferred.succeed(ready, undefined)), listen.call(sql, "bench_events")),
+          Stream.merge(Stream.fromEffect(Deferred.succeed(ready, undefined)), listenTo(sql, "bench_events")),
           () => readRows
         )
       )
@@ -340,19 +352,11 @@ const idleOwnerFigure = async (url: string, samples: number) => {
       Effect.gen(function*() {
         yield* sql`CREATE TABLE bench_actions (id text PRIMARY KEY, status text NOT NULL, owner text)`
         yield* sql`CREATE TABLE bench_decisions (id text PRIMARY KEY, action_id text NOT NULL, state text NOT NULL)`
-        yield* sql.unsafe(`CREATE FUNCTION bench_decisions_notify() RETURNS trigger LANGUAGE plpgsql AS $body$
-BEGIN
-  PERFORM pg_notify('bench_decisions', 'new');
-  RETURN NULL;
-END
-$body$`)
-        yield* sql.unsafe(`CREATE TRIGGER bench_decisions_notify AFTER INSERT ON bench_decisions
-FOR EACH STATEMENT EXECUTE FUNCTION bench_decisions_notify()`)
+        yield* notifyOnInsert(sql, "bench_decisions")
       })))
     let heard: ((at: number) => void) | undefined
     const listener = await owner.runPromise(Effect.gen(function*() {
       const sql = yield* SqlClient.SqlClient
-      const listen = (sql as unknown as { readonly listen: (channel: string) => Stream.Stream<string, unknown> }).listen
       const runDecisions = Effect.gen(function*() {
         const requested = yield* sql<{ readonly id: string; readonly action_id: string }>`SELECT id, action_id
           FROM bench_decisions WHERE state = 'requested'`
@@ -366,7 +370,7 @@ FOR EACH STATEMENT EXECUTE FUNCTION bench_decisions_notify()`)
           heard?.(performance.now())
         }
       })
-      const fiber = yield* Effect.forkDaemon(Stream.runForEach(listen.call(sql, "bench_decisions"), () => runDecisions))
+      const fiber = yield* Effect.forkDaemon(Stream.runForEach(listenTo(sql, "bench_decisions"), () => runDecisions))
       yield* Effect.sleep("200 millis")
       return fiber
     }))
