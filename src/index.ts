@@ -110,3 +110,5 @@ export { ChangeFeed } from "./services/ChangeFeed.js"
 export { SessionOwnership } from "./services/SessionOwnership.js"
 /** @since 0.3.0 */
 export * as Decision from "./domain/Decision.js"
+/** @since 0.4.0 */
+export * as ReviewerResponse from "./domain/ReviewerResponse.js"

@@ -1,6 +1,8 @@
 /**
  * Durable decisions, one concern of the `PendingStore`: a reviewer's decision on a pending action is recorded
- * `requested`, then whoever can run it (the session's owner, an inbox registering the kind) completes it, once.
+ * `requested`, then whoever can run it (the session's owner, an inbox registering the kind) completes it, once. A
+ * reviewer's response (a message to the agent that leaves the action pending) is recorded beside them, and marked
+ * delivered once the session's saved conversation holds it.
  *
  * Every store layer provides it, as a view on the same store as `PendingStore` and the other parts.
  *
@@ -22,6 +24,7 @@ import type * as Option from "effect/Option"
 import type { Decision, DecisionAction } from "../domain/Decision.js"
 import type { PendingStoreError } from "../domain/Errors.js"
 import type { PendingRecord } from "../domain/PendingRecord.js"
+import type { ReviewerResponse } from "../domain/ReviewerResponse.js"
 
 /**
  * Durable decisions: recorded, requested, completed once. A part of `PendingStore` (0.4): hold it to depend on this concern only.
@@ -105,6 +108,42 @@ export declare namespace DecisionRequests {
   }
 
   /**
+   * `recordResponse`'s input: the new response's id (`ReviewerResponse.makeId`), the action it is about, who
+   * responded and what they said (1 to 4 000 characters).
+   *
+   * @since 0.4.0
+   * @category models
+   */
+  export interface ResponseInput {
+    readonly id: string
+    readonly actionId: string
+    readonly reviewer: string
+    readonly message: string
+    readonly now: number
+  }
+  /**
+   * What `recordResponse` did: `Recorded`, or why nothing was recorded: the action is unknown, or it cannot be
+   * decided now (it is not `pending` or `orphaned`, or it expired): its model is no longer waiting on it.
+   *
+   * @since 0.4.0
+   * @category models
+   */
+  export type RecordResponseResult =
+    | { readonly _tag: "Recorded"; readonly response: ReviewerResponse }
+    | { readonly _tag: "UnknownAction" }
+    | { readonly _tag: "NotDecidable"; readonly record: PendingRecord }
+  /**
+   * `markDelivered`'s input: the responses the session's saved conversation now holds (at most 100 ids), and when.
+   *
+   * @since 0.4.0
+   * @category models
+   */
+  export interface DeliveredInput {
+    readonly ids: ReadonlyArray<string>
+    readonly now: number
+  }
+
+  /**
    * The decisions of a `PendingStore`. Writes are atomic and uninterruptible once started; bad input fails with a
    * `PendingStoreError` and changes nothing.
    *
@@ -134,5 +173,26 @@ export declare namespace DecisionRequests {
     readonly completeDecision: (
       input: DecisionRequests.CompleteDecisionInput
     ) => Effect.Effect<boolean, PendingStoreError>
+    /**
+     * Records a reviewer's response, in one statement: only for a record that is `pending` or `orphaned` and not
+     * expired at `now`. It decides nothing: a requested decision, or another response, does not stand in its way.
+     */
+    readonly recordResponse: (
+      input: DecisionRequests.ResponseInput
+    ) => Effect.Effect<DecisionRequests.RecordResponseResult, PendingStoreError>
+    /** Every response recorded for a record, oldest first (empty for an unknown id). */
+    readonly responses: (actionId: string) => Effect.Effect<ReadonlyArray<ReviewerResponse>, PendingStoreError>
+    /**
+     * The responses of `session` not yet delivered, oldest first, at most `limit` (1 to 1 000): what its owner
+     * sends the model. Its cost follows how many wait.
+     */
+    readonly undeliveredResponses: (
+      query: { readonly session: string; readonly limit: number }
+    ) => Effect.Effect<ReadonlyArray<ReviewerResponse>, PendingStoreError>
+    /**
+     * Marks responses delivered, each once (a session's write: a fenced store refuses it for an older owner);
+     * returns how many it marked.
+     */
+    readonly markDelivered: (input: DecisionRequests.DeliveredInput) => Effect.Effect<number, PendingStoreError>
   }
 }

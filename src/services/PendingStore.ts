@@ -548,3 +548,16 @@ export const duplicateDecision = (id: string): PendingStoreError =>
     detail: `a decision with id ${JSON.stringify(id)} already exists; nothing was changed. Record it under a new id ` +
       "(Decision.makeId)."
   })
+
+/**
+ * The error for a response id `recordResponse` found taken; nothing was changed.
+ *
+ * @since 0.4.0
+ * @category errors
+ */
+export const duplicateResponse = (id: string): PendingStoreError =>
+  new PendingStoreError({
+    operation: "recordResponse",
+    detail: `a response with id ${JSON.stringify(id)} already exists; nothing was changed. Record it under a new id ` +
+      "(ReviewerResponse.makeId)."
+  })

@@ -83,7 +83,7 @@ const build = (
   changed: Stream.Stream<void, PendingStoreError>
 ): PendingStore.Service => {
   const store = makeSqlStore(sql, fence)
-  const inbox = makeInbox(sql, store, store.owns)
+  const inbox = makeInbox(sql, store)
   return PendingStore.of({
     ...makeRecords(store),
     ...makeLeases(store),

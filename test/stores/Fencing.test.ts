@@ -104,6 +104,27 @@ for (const subject of subjects(tmp.dir, pg)) {
         assert.isFalse(yield* current.settle({ id: "a", owner: "new", to: "applied", outcome: Option.none(), now }))
       }))
 
+    test("a stale owner cannot mark a reviewer's response delivered; the latest owner can, once", (store) =>
+      Effect.gen(function*() {
+        yield* store.insert(record("a"))
+        const recorded = yield* store.recordResponse({
+          id: "rs_fence_1",
+          actionId: "a",
+          reviewer: "ann",
+          message: "Smaller, please.",
+          now: T0
+        })
+        assert.strictEqual(recorded._tag, "Recorded")
+        const e1 = yield* store.acquire({ session: "s1", owner: "old", now: T0 })
+        const e2 = yield* store.acquire({ session: "s1", owner: "new", now: T0 + 1 })
+        yield* refused(store.fenced({ session: "s1", epoch: e1 }).markDelivered({ ids: ["rs_fence_1"], now: T0 + 2 }))
+        assert.strictEqual((yield* store.undeliveredResponses({ session: "s1", limit: 10 })).length, 1)
+        const current = store.fenced({ session: "s1", epoch: e2 })
+        assert.strictEqual(yield* current.markDelivered({ ids: ["rs_fence_1"], now: T0 + 3 }), 1)
+        assert.strictEqual(yield* current.markDelivered({ ids: ["rs_fence_1"], now: T0 + 4 }), 0)
+        assert.strictEqual((yield* store.undeliveredResponses({ session: "s1", limit: 10 })).length, 0)
+      }))
+
     test("a fence on a session nobody acquired refuses; other sessions' writes are not fenced", (store) =>
       Effect.gen(function*() {
         yield* refused(store.fenced({ session: "nobody", epoch: 1 }).insert(record("x", { session: "nobody" })))

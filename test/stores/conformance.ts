@@ -63,7 +63,17 @@ const expectedMethods = {
   Conversations: ["loadConversation", "loadSession", "saveConversation", "saveSession"],
   SessionOwners: ["acquire", "logSession", "owner", "sessionLog"],
   InboxQueries: ["countActions", "getActions", "listActions", "snooze"],
-  DecisionRequests: ["completeDecision", "decisions", "getDecision", "recordDecision", "requestedDecisions"],
+  DecisionRequests: [
+    "completeDecision",
+    "decisions",
+    "getDecision",
+    "markDelivered",
+    "recordDecision",
+    "recordResponse",
+    "requestedDecisions",
+    "responses",
+    "undeliveredResponses"
+  ],
   ChangeFeed: ["changed", "feed", "feedHead", "pruneNotes"]
 } as const
 

@@ -7,7 +7,16 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { Decision } from "../../domain/Decision.js"
 import { isTerminal, openStatuses, type PendingRecord, type PendingStatus } from "../../domain/PendingRecord.js"
-import { duplicateDecision, invalidInput, isDecidable, PendingStore, tally } from "../PendingStore.js"
+import type { ReviewerResponse } from "../../domain/ReviewerResponse.js"
+import type { DecisionRequests } from "../DecisionRequests.js"
+import {
+  duplicateDecision,
+  duplicateResponse,
+  invalidInput,
+  isDecidable,
+  PendingStore,
+  tally
+} from "../PendingStore.js"
 import {
   amendmentJson,
   badCursor,
@@ -15,10 +24,13 @@ import {
   checkComplete,
   checkCountQuery,
   checkDecision,
+  checkDelivered,
   checkFeed,
   checkIds,
   checkRequested,
+  checkResponse,
   checkSnooze,
+  checkUndelivered,
   type InboxMethods,
   maxNotesPrune,
   recordCursor
@@ -79,6 +91,12 @@ export interface MemoryInboxState {
   readonly byAction: Map<string, Array<string>>
   /** Per action, its requested decision's id; in the order they were requested. */
   readonly requested: Map<string, string>
+  /** Every response by id, in the order they were recorded. */
+  readonly responses: Map<string, ReviewerResponse>
+  /** Per action, its responses' ids, oldest first. */
+  readonly responsesByAction: Map<string, Array<string>>
+  /** Per session, the ids of its responses not yet delivered, oldest first. */
+  readonly undelivered: Map<string, Set<string>>
   /** A record was removed (pruned): its snooze and decisions go with it. */
   readonly forget: (actionId: string) => void
 }
@@ -91,11 +109,20 @@ export const makeMemoryInboxState = (): MemoryInboxState => {
     decisions: new Map(),
     byAction: new Map(),
     requested: new Map(),
+    responses: new Map(),
+    responsesByAction: new Map(),
+    undelivered: new Map(),
     forget: (actionId) => {
       state.snoozes.delete(actionId)
       state.requested.delete(actionId)
       for (const id of state.byAction.get(actionId) ?? []) state.decisions.delete(id)
       state.byAction.delete(actionId)
+      for (const id of state.responsesByAction.get(actionId) ?? []) {
+        const response = state.responses.get(id)
+        if (response !== undefined) state.undelivered.get(response.session)?.delete(id)
+        state.responses.delete(id)
+      }
+      state.responsesByAction.delete(actionId)
     }
   }
   return state
@@ -263,6 +290,52 @@ export const memoryInbox = (
       return Effect.succeed(found.slice(0, query.limit))
     })
 
+  const recordResponse = (input: DecisionRequests.ResponseInput) =>
+    Effect.suspend(() => {
+      const problem = checkResponse(input)
+      if (problem !== undefined) return Effect.fail(invalidInput("recordResponse", problem))
+      const record = records.get(input.actionId)
+      if (record === undefined) return Effect.succeed<DecisionRequests.RecordResponseResult>({ _tag: "UnknownAction" })
+      if (!isDecidable(record, input.now)) {
+        return Effect.succeed<DecisionRequests.RecordResponseResult>({ _tag: "NotDecidable", record })
+      }
+      if (state.responses.has(input.id)) return Effect.fail(duplicateResponse(input.id))
+      const response: ReviewerResponse = Object.freeze({
+        id: input.id,
+        actionId: record.id,
+        session: record.session,
+        reviewer: input.reviewer,
+        message: input.message,
+        respondedAt: input.now,
+        deliveredAt: null
+      })
+      state.responses.set(response.id, response)
+      const list = state.responsesByAction.get(record.id)
+      if (list === undefined) state.responsesByAction.set(record.id, [response.id])
+      else list.push(response.id)
+      const waiting = state.undelivered.get(record.session)
+      if (waiting === undefined) state.undelivered.set(record.session, new Set([response.id]))
+      else waiting.add(response.id)
+      note(record.id)
+      return Effect.succeed<DecisionRequests.RecordResponseResult>({ _tag: "Recorded", response })
+    })
+
+  const markDelivered = (input: DecisionRequests.DeliveredInput) =>
+    Effect.suspend(() => {
+      const problem = checkDelivered(input)
+      if (problem !== undefined) return Effect.fail(invalidInput("markDelivered", problem))
+      let marked = 0
+      for (const id of new Set(input.ids)) {
+        const response = state.responses.get(id)
+        if (response === undefined || response.deliveredAt !== null) continue
+        state.responses.set(id, Object.freeze({ ...response, deliveredAt: input.now }))
+        state.undelivered.get(response.session)?.delete(id)
+        note(response.actionId)
+        marked++
+      }
+      return Effect.succeed(marked)
+    })
+
   const feed = (input: PendingStore.FeedInput) =>
     Effect.suspend(() => {
       const problem = checkFeed(input)
@@ -312,6 +385,21 @@ export const memoryInbox = (
       Effect.sync(() => (state.byAction.get(actionId) ?? []).map((id) => state.decisions.get(id)!)),
     requestedDecisions,
     completeDecision,
+    recordResponse,
+    responses: (actionId) =>
+      Effect.sync(() => (state.responsesByAction.get(actionId) ?? []).map((id) => state.responses.get(id)!)),
+    undeliveredResponses: (query) =>
+      Effect.suspend(() => {
+        const problem = checkUndelivered(query)
+        if (problem !== undefined) return Effect.fail(invalidInput("undeliveredResponses", problem))
+        const found: Array<ReviewerResponse> = []
+        for (const id of state.undelivered.get(query.session) ?? []) {
+          if (found.length >= query.limit) break
+          found.push(state.responses.get(id)!)
+        }
+        return Effect.succeed<ReadonlyArray<ReviewerResponse>>(found)
+      }),
+    markDelivered,
     feedHead: Effect.sync(() => ({ journal: state.journalFeed.head, notes: state.notesFeed.head })),
     feed,
     pruneNotes: (keepLast) =>

@@ -149,7 +149,8 @@ export const fencedWrites = [
   "saveSession",
   "saveConversation",
   "logSession",
-  "completeDecision"
+  "completeDecision",
+  "markDelivered"
 ] as const
 
 /** The writes that add to the feed (the journal, the inbox's notes): each signals `changed` once it succeeded. */
@@ -161,7 +162,9 @@ export const feedWrites: ReadonlySet<string> = new Set([
   "prune",
   "snooze",
   "recordDecision",
-  "completeDecision"
+  "completeDecision",
+  "recordResponse",
+  "markDelivered"
 ])
 
 /** The most items one page holds. */
@@ -366,6 +369,58 @@ export const checkDecision = (
   ) {
     return `reason must be text of 1 to ${decisionLimits.reasonMaxLength} characters`
   }
+  if (!isMillis(input.now)) return "now must be epoch milliseconds (a non-negative integer)"
+  return undefined
+}
+
+/** What is wrong with a `recordResponse` input, if anything. */
+export const checkResponse = (
+  input: {
+    readonly id: string
+    readonly actionId: string
+    readonly reviewer: string
+    readonly message: string
+    readonly now: number
+  }
+): string | undefined => {
+  if (typeof input !== "object" || input === null) return "the response must be an object"
+  if (!isText(input.id) || !/^rs_[a-z0-9_]{1,60}$/.test(input.id)) {
+    return "id must be a response id (ReviewerResponse.makeId: rs_<time>_<random>)"
+  }
+  if (!isText(input.actionId) || input.actionId.length === 0) return "actionId must be a non-empty string"
+  if (
+    !isText(input.reviewer) || input.reviewer.length === 0 || input.reviewer.length > decisionLimits.reviewerMaxLength
+  ) {
+    return `reviewer must be a name of 1 to ${decisionLimits.reviewerMaxLength} characters`
+  }
+  if (
+    !isText(input.message) || input.message.trim().length === 0 ||
+    input.message.length > decisionLimits.reasonMaxLength
+  ) {
+    return `message must be text of 1 to ${decisionLimits.reasonMaxLength} characters`
+  }
+  if (!isMillis(input.now)) return "now must be epoch milliseconds (a non-negative integer)"
+  return undefined
+}
+
+/** What is wrong with an `undeliveredResponses` query, if anything. */
+export const checkUndelivered = (query: { readonly session: string; readonly limit: number }): string | undefined => {
+  if (typeof query !== "object" || query === null) return "the query must be an object"
+  if (!isText(query.session)) return "session must be a string"
+  if (!(Number.isSafeInteger(query.limit) && query.limit >= 1 && query.limit <= maxPageLimit)) {
+    return `limit must be a whole number from 1 to ${maxPageLimit}`
+  }
+  return undefined
+}
+
+/** What is wrong with a `markDelivered` input, if anything. */
+export const checkDelivered = (
+  input: { readonly ids: ReadonlyArray<string>; readonly now: number }
+): string | undefined => {
+  if (typeof input !== "object" || input === null) return "the input must be an object"
+  const problem = checkList("ids", input.ids)
+  if (problem !== undefined) return problem
+  if (input.ids === undefined) return "ids must be a list"
   if (!isMillis(input.now)) return "now must be epoch milliseconds (a non-negative integer)"
   return undefined
 }

@@ -45,7 +45,11 @@ export const partKeys = {
     "getDecision",
     "decisions",
     "requestedDecisions",
-    "completeDecision"
+    "completeDecision",
+    "recordResponse",
+    "responses",
+    "undeliveredResponses",
+    "markDelivered"
   ]),
   ChangeFeed: keys<ChangeFeed.Service>()(["feedHead", "feed", "pruneNotes", "changed"])
 } as const

@@ -5,7 +5,6 @@
  * @internal
  */
 import * as SqlClient from "@effect/sql/SqlClient"
-import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { Decision } from "../../domain/Decision.js"
@@ -33,6 +32,7 @@ import {
   tally
 } from "../../services/PendingStore.js"
 import type { SqlStore } from "./sqlContext.js"
+import { makeResponses } from "./sqlResponses.js"
 import { rawMillis, recordColumns, type RecordRow, rowReader, seqOf, toRecord } from "./sqlRows.js"
 import { openCondition, snoozedCondition } from "./sqlSchema.js"
 import { readText } from "./sqlText.js"
@@ -129,7 +129,7 @@ export const toListed = (row: ListedRow): PendingStore.ListedAction => {
 }
 
 /** The SQL store's statement helpers the inbox's methods use. */
-export type Helpers = Pick<SqlStore, "run" | "read" | "write">
+export type Helpers = Pick<SqlStore, "run" | "read" | "write" | "owns" | "unlessFenced">
 
 export const openSet: ReadonlySet<PendingStatus> = new Set(openStatuses)
 
@@ -139,12 +139,10 @@ export const openSet: ReadonlySet<PendingStatus> = new Set(openStatuses)
  * open index when only open statuses are asked for), else one per status asked for, else the open records of every
  * session; so its cost follows the page, not the table.
  */
-export const makeInbox = (
-  sql: SqlClient.SqlClient,
-  { read, run, write }: Helpers,
-  /** A fenced store's condition (`AND EXISTS ...`), for the one inbox write a session makes: `completeDecision`. */
-  owns: Statement.Fragment = sql.literal("")
-): InboxMethods => {
+export const makeInbox = (sql: SqlClient.SqlClient, helpers: Helpers): InboxMethods => {
+  // A fenced store's condition (`AND EXISTS ...`), for the inbox writes a session makes: `completeDecision` and
+  // `markDelivered`.
+  const { owns, read, run, write } = helpers
   const recordCols = sql.literal(recordColumns)
   const joinedCols = sql.literal(`p.seq, ${joinedRecordColumns}, p.snoozed_until, ${joinedDecisionColumns}`)
   const open = sql.literal(openCondition)
@@ -403,6 +401,7 @@ export const makeInbox = (
             })
         )
       }),
+    ...makeResponses(sql, helpers),
     completeDecision: (input) =>
       Effect.suspend(() => {
         const problem = checkComplete(input)

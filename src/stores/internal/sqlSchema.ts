@@ -316,6 +316,65 @@ $body$`,
   FOR EACH STATEMENT EXECUTE FUNCTION effect_resolve_notify()`
 ]
 
+/**
+ * 0.4: reviewers' responses, a message to the agent about a pending action that leaves it pending. Recording one
+ * and marking it delivered each add a note to the inbox's feed (and so notify, on Postgres); a record's responses go
+ * when it is pruned.
+ */
+export const responsesSchema = (types: { readonly seq: string; readonly millis: string }): ReadonlyArray<string> => [
+  `CREATE TABLE effect_resolve_responses (
+  seq ${types.seq},
+  id TEXT NOT NULL UNIQUE,
+  action_id TEXT NOT NULL,
+  session TEXT NOT NULL,
+  reviewer TEXT NOT NULL,
+  message TEXT NOT NULL,
+  responded_at ${types.millis} NOT NULL,
+  delivered_at ${types.millis}
+)`,
+  "CREATE INDEX effect_resolve_responses_by_action ON effect_resolve_responses (action_id, seq)",
+  `CREATE INDEX effect_resolve_responses_waiting ON effect_resolve_responses (session, seq)
+WHERE delivered_at IS NULL`
+]
+
+export const sqliteResponses: ReadonlyArray<string> = [
+  ...responsesSchema({ seq: "INTEGER PRIMARY KEY", millis: "INTEGER" }),
+  `CREATE TRIGGER effect_resolve_responses_noted AFTER INSERT ON effect_resolve_responses
+BEGIN
+  INSERT INTO effect_resolve_notes (action_id) VALUES (NEW.action_id);
+END`,
+  `CREATE TRIGGER effect_resolve_responses_delivered AFTER UPDATE OF delivered_at ON effect_resolve_responses
+BEGIN
+  INSERT INTO effect_resolve_notes (action_id) VALUES (NEW.action_id);
+END`,
+  `CREATE TRIGGER effect_resolve_pending_responses_deleted AFTER DELETE ON effect_resolve_pending
+BEGIN
+  DELETE FROM effect_resolve_responses WHERE action_id = OLD.id;
+END`
+]
+
+export const pgResponses: ReadonlyArray<string> = [
+  ...responsesSchema({ seq: "bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY", millis: "bigint" }),
+  `CREATE FUNCTION effect_resolve_note_response() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT
+AS $body$
+BEGIN
+  INSERT INTO effect_resolve_notes (action_id) VALUES (NEW.action_id);
+  RETURN NULL;
+END
+$body$`,
+  `CREATE TRIGGER effect_resolve_responses_noted AFTER INSERT OR UPDATE OF delivered_at ON effect_resolve_responses
+FOR EACH ROW EXECUTE FUNCTION effect_resolve_note_response()`,
+  `CREATE FUNCTION effect_resolve_forget_responses() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT
+AS $body$
+BEGIN
+  DELETE FROM effect_resolve_responses WHERE action_id = OLD.id;
+  RETURN NULL;
+END
+$body$`,
+  `CREATE TRIGGER effect_resolve_pending_responses_deleted AFTER DELETE ON effect_resolve_pending
+FOR EACH ROW EXECUTE FUNCTION effect_resolve_forget_responses()`
+]
+
 export const runStatements = (
   statements: { readonly pg: ReadonlyArray<string>; readonly sqlite: ReadonlyArray<string> }
 ) =>
@@ -353,7 +412,8 @@ export const migrations: Migrator.Loader = Migrator.fromRecord({
     pg: fencingSchema({ int: "bigint" }),
     sqlite: fencingSchema({ int: "INTEGER" })
   }),
-  "7_notify": runStatements({ pg: pgNotify, sqlite: [] })
+  "7_notify": runStatements({ pg: pgNotify, sqlite: [] }),
+  "8_responses": runStatements({ pg: pgResponses, sqlite: sqliteResponses })
 })
 
 export const runMigrator = Migrator.make({})

@@ -437,6 +437,109 @@ export const inboxConformance = (test: PartTest): void => {
       }))
   })
 
+  describe("DecisionRequests: responses", () => {
+    const respond = (
+      store: PartStore,
+      actionId: string,
+      n: number,
+      overrides: Partial<DecisionRequests.ResponseInput> = {}
+    ) =>
+      store.recordResponse({
+        id: `rs_test_${n}`,
+        actionId,
+        reviewer: "ann",
+        message: "Use a smaller change.",
+        now: T0 + 5,
+        ...overrides
+      })
+
+    test("recordResponse: any number per open action, beside a requested decision; never on a settled one", (store) =>
+      Effect.gen(function*() {
+        yield* store.insert(record("a"))
+        yield* store.insert(record("late", { expiresAt: T0 + 5 }))
+        yield* store.insert(record("done"))
+        yield* settleAs(store, "done", "applied")
+        const head = yield* store.feedHead
+        const first = yield* respond(store, "a", 1, { message: "Rename it.\u0000 Keep the rest." })
+        strictEqual(first._tag, "Recorded")
+        if (first._tag !== "Recorded") return
+        deepStrictEqual(first.response, {
+          id: "rs_test_1",
+          actionId: "a",
+          session: "s1",
+          reviewer: "ann",
+          message: "Rename it.\u0000 Keep the rest.",
+          respondedAt: T0 + 5,
+          deliveredAt: null
+        })
+        // A requested decision does not stand in the way of a response, nor a response in the way of another.
+        strictEqual((yield* decide(store, "a", 1))._tag, "Recorded")
+        strictEqual((yield* respond(store, "a", 2, { now: T0 + 6 }))._tag, "Recorded")
+        deepStrictEqual((yield* store.responses("a")).map((r) => [r.id, r.message]), [
+          ["rs_test_1", "Rename it.\u0000 Keep the rest."],
+          ["rs_test_2", "Use a smaller change."]
+        ])
+        deepStrictEqual(yield* respond(store, "zz", 3), { _tag: "UnknownAction" })
+        const settled = yield* respond(store, "done", 4)
+        strictEqual(settled._tag === "NotDecidable" && settled.record.status === "applied", true)
+        strictEqual((yield* respond(store, "late", 5))._tag, "NotDecidable")
+        deepStrictEqual(yield* store.responses("done"), [])
+        deepStrictEqual(yield* store.responses("unknown"), [])
+        // Each recorded response is a change in the inbox's feed.
+        const changes = yield* store.feed({ after: head, limit: 100 })
+        deepStrictEqual(changes.filter((c) => c.source === "notes").map((c) => c.actionId), ["a", "a", "a"])
+        // An id already taken is refused and changes nothing.
+        strictEqual((yield* storeError(respond(store, "a", 1))).operation, "recordResponse")
+        strictEqual((yield* store.responses("a")).length, 2)
+      }))
+
+    test("undeliveredResponses and markDelivered: what waits per session, oldest first, marked once", (store) =>
+      Effect.gen(function*() {
+        yield* store.insert(record("a"))
+        yield* store.insert(record("b", { session: "s2" }))
+        yield* respond(store, "a", 1, { now: T0 + 1 })
+        yield* respond(store, "b", 2, { now: T0 + 2 })
+        yield* respond(store, "a", 3, { now: T0 + 3 })
+        const waiting = (session: string, limit = 10) =>
+          Effect.map(store.undeliveredResponses({ session, limit }), (found) => found.map((r) => r.id))
+        deepStrictEqual(yield* waiting("s1"), ["rs_test_1", "rs_test_3"])
+        deepStrictEqual(yield* waiting("s1", 1), ["rs_test_1"])
+        deepStrictEqual(yield* waiting("s2"), ["rs_test_2"])
+        deepStrictEqual(yield* waiting("s3"), [])
+        strictEqual(yield* store.markDelivered({ ids: ["rs_test_1", "rs_nope"], now: T0 + 9 }), 1)
+        strictEqual(yield* store.markDelivered({ ids: ["rs_test_1"], now: T0 + 10 }), 0)
+        deepStrictEqual(yield* waiting("s1"), ["rs_test_3"])
+        deepStrictEqual((yield* store.responses("a")).map((r) => [r.id, r.deliveredAt]), [
+          ["rs_test_1", T0 + 9],
+          ["rs_test_3", null]
+        ])
+        // A response outlives the settle of its action (the page shows it), and goes when the record is pruned.
+        yield* settleAs(store, "a", "discarded", T0 + 11)
+        strictEqual((yield* store.responses("a")).length, 2)
+        yield* store.prune({ session: "s1", keepLast: Option.some(0), settledBefore: Option.none(), batch: 10 })
+        deepStrictEqual(yield* store.responses("a"), [])
+        deepStrictEqual(yield* waiting("s1"), [])
+        deepStrictEqual(yield* waiting("s2"), ["rs_test_2"])
+      }))
+
+    test("bad input to the responses' methods fails typed and changes nothing", (store) =>
+      Effect.gen(function*() {
+        yield* store.insert(record("a"))
+        const errors = [
+          yield* storeError(respond(store, "a", 1, { id: "dc_wrong" })),
+          yield* storeError(respond(store, "a", 1, { message: "  " })),
+          yield* storeError(respond(store, "a", 1, { message: "x".repeat(4_001) })),
+          yield* storeError(respond(store, "a", 1, { reviewer: "" })),
+          yield* storeError(respond(store, "a", 1, { now: -1 })),
+          yield* storeError(store.undeliveredResponses({ session: "s1", limit: 0 })),
+          yield* storeError(store.markDelivered({ ids: [], now: T0 })),
+          yield* storeError(store.markDelivered({ ids: ["rs_x"], now: Number.NaN }))
+        ]
+        strictEqual(errors.every((e) => e.message.endsWith("nothing was changed.")), true)
+        deepStrictEqual(yield* store.responses("a"), [])
+      }))
+  })
+
   describe("ChangeFeed", () => {
     test("the feed: every transition and every decision or snooze, after a position, in order", (store) =>
       Effect.gen(function*() {
