@@ -253,8 +253,9 @@ export declare namespace TurnDriver {
      * Waits until a reviewer decides one of the session's previews that wait now (`pending`), and returns the ids
      * decided: an action settled meanwhile by anyone else (the approval inbox that ran the decision, another
      * process), or one with a requested decision that is this session's to run (a closure it staged, or a kind no
-     * inbox ran within two seconds); the next `run` runs those. At once when some are decided already; `[]` when no
-     * preview waits. Then `run` again: its request tells the model what the reviewer did.
+     * inbox ran within two seconds); the next `run` runs those. Or a reviewer responded about one (a message to the
+     * agent that leaves it pending; `Inbox`'s `respond`). At once when some are decided already; `[]` when no
+     * preview waits. Then `run` again: its request tells the model what the reviewer did or said.
      *
      * Pushed, not polled: a durable session is woken by its store's change signal (`ChangeFeed.changed`:
      * `LISTEN`/`NOTIFY` on Postgres, from any process; the store layer's own writes on SQLite and in memory), and

@@ -54,9 +54,9 @@ import {
   type InvalidOptions,
   type OptionsSpec
 } from "../domain/InvalidOptions.js"
-import { isTerminal, type PendingRecord, type PendingStatus } from "../domain/PendingRecord.js"
+import { isTerminal, type PendingRecord } from "../domain/PendingRecord.js"
+import * as ReviewerResponse from "../domain/ReviewerResponse.js"
 import { capText } from "../internal/render.js"
-import { tooDeepPath } from "../internal/untrusted.js"
 import * as ResolveRuntime from "../layers/ResolveRuntime.js"
 import * as ActionKind from "../services/ActionKind.js"
 import { PendingStore } from "../services/PendingStore.js"
@@ -70,13 +70,11 @@ import {
   batchMax,
   type BatchRequest,
   type BatchResult,
-  bodyMaxDepth,
   type ChangedEvent,
   type Counts,
   DecisionAlreadyRequested,
   DecisionRequest,
   type DecisionResult,
-  type DecisionView,
   type Diff,
   InboxForbidden,
   InvalidDecision,
@@ -87,6 +85,15 @@ import {
 } from "./InboxApi.js"
 import * as DiffParser from "./internal/diff.js"
 import * as Feed from "./internal/feed.js"
+import {
+  checkRequest,
+  millisOption,
+  notDecidableText,
+  queryOrStore,
+  responseViewOf,
+  storeFailed,
+  viewOf
+} from "./internal/requests.js"
 import * as Runner from "./internal/runner.js"
 
 // -----------------------------------------------------------------------------------------------------------------
@@ -222,83 +229,6 @@ export class Inbox extends Context.Tag("effect-resolve/inbox/Inbox")<Inbox, Inbo
 // -----------------------------------------------------------------------------------------------------------------
 // implementation
 // -----------------------------------------------------------------------------------------------------------------
-
-/** Epoch milliseconds, or `none` when absent. */
-const millisOption = (n: number | null): Option.Option<number> => Option.fromNullable(n)
-
-const viewOf = (decision: DecisionModel.Decision): DecisionView => ({
-  id: decision.id,
-  actionId: decision.actionId,
-  session: decision.session,
-  reviewer: decision.reviewer,
-  action: decision.action,
-  reason: decision.reason,
-  amendment: decision.amendment,
-  state: decision.state,
-  outcome: Option.fromNullable(decision.outcome),
-  requestedAt: decision.requestedAt,
-  settledAt: millisOption(decision.settledAt)
-})
-
-const storeFailed = (error: PendingStoreError) =>
-  new StoreUnavailable({
-    operation: error.operation,
-    message: `The pending store failed (${capText(error.detail, 500)}). Retry; a decision that was recorded is kept ` +
-      "and run later."
-  })
-
-/** A store error from bad input (no cause) is the caller's; any other is the store's. */
-const queryOrStore = (error: PendingStoreError) =>
-  error.cause === undefined ? new InvalidQuery({ message: error.detail }) : storeFailed(error)
-
-const decodeRequest = Schema.decodeUnknownEither(DecisionRequest, { errors: "first" })
-
-/**
- * A decision request checked at run time (`decide` is called from code too, where the types do not hold): nested at
- * most `bodyMaxDepth` levels (checked without recursion, before Schema, whose messages print the value), then
- * decoded. Nothing is recorded before this passes.
- */
-const checkRequest = (request: unknown): Effect.Effect<DecisionRequest, InvalidDecision> => {
-  const deep = tooDeepPath(request, bodyMaxDepth)
-  if (deep !== undefined) {
-    const field = capText(deep.slice(0, 6).join("."), 200)
-    return Effect.fail(
-      new InvalidDecision({
-        field,
-        message: `The decision nests objects or arrays more than ${bodyMaxDepth} levels deep (at ${
-          JSON.stringify(field)
-        }); nothing was recorded. Send a flatter amendment.`
-      })
-    )
-  }
-  const decoded = decodeRequest(request)
-  if (decoded._tag === "Right") return Effect.succeed(decoded.right)
-  const [issue] = ParseResult.ArrayFormatter.formatErrorSync(decoded.left)
-  const field = issue === undefined || issue.path.length === 0 ? "(root)" : issue.path.map(String).join(".")
-  return Effect.fail(
-    new InvalidDecision({
-      field,
-      message:
-        `The decision is not one the inbox takes: ${capText(field, 100)}: ${
-          capText(issue?.message ?? "could not be decoded", 500)
-        }. Send { action: "apply", reason, amendment? }, { action: "discard", reason } or { action: "snooze", ` +
-        `until: <epoch milliseconds> | null }; nothing was recorded.`
-    })
-  )
-}
-
-const notDecidableText = (status: PendingStatus): string =>
-  status === "resolving" ?
-    "is being resolved right now; wait for its result" :
-    status === "conflict" ?
-    "could not be confirmed after a crash: check it by hand first" :
-    status === "unreadable" ?
-    "cannot be read from the store; it can only be discarded" :
-    status === "orphaned" ?
-    "was staged by a process that is gone, and no process registers its kind: it can only be discarded" :
-    status === "pending" ?
-    "expired; it can no longer be applied" :
-    `was already ${status}`
 
 /** `effect`, run at most once: later callers wait for the first one's result. */
 const once = <A, E>(effect: Effect.Effect<A, E>): Effect.Effect<A, E> => {
@@ -473,8 +403,10 @@ export const make = (
     const get = (reviewer: ReviewerInfo, id: string) =>
       Effect.gen(function*() {
         const listed = yield* listedOne(reviewer, id)
-        const [history, decisions] = yield* Effect.mapError(
-          Effect.all([store.historyPage(id, { limit: 200 }), store.decisions(id)], { concurrency: 2 }),
+        const [history, decisions, responses] = yield* Effect.mapError(
+          Effect.all([store.historyPage(id, { limit: 200 }), store.decisions(id), store.responses(id)], {
+            concurrency: 3
+          }),
           storeFailed
         )
         const parsed = DiffParser.parse(listed.record.preview)
@@ -489,6 +421,7 @@ export const make = (
             attempt: event.attempt
           })),
           decisions: decisions.map(viewOf),
+          responses: responses.map(responseViewOf),
           amendmentSchema: amendmentSchemaOf(registered.get(listed.record.kind)),
           amendmentDraft: amendmentDraftOf(registered.get(listed.record.kind), listed.record.payload)
         }
@@ -576,6 +509,32 @@ export const make = (
         return result
       })
 
+    // A message to the agent that decides nothing: recorded while the action waits; its session passes it on.
+    const respond = (reviewer: ReviewerInfo, listed: PendingStore.ListedAction, message: string) =>
+      Effect.gen(function*() {
+        const recorded = yield* Effect.mapError(
+          Effect.flatMap(ReviewerResponse.makeId, (responseId) =>
+            store.recordResponse({
+              id: responseId,
+              actionId: listed.record.id,
+              reviewer: reviewer.name,
+              message,
+              now: now()
+            })),
+          storeFailed
+        )
+        if (recorded._tag === "UnknownAction") return yield* notFound(listed.record.id)
+        if (recorded._tag === "NotDecidable") return yield* notDecidable(recorded.record)
+        yield* feed.poke
+        const result: DecisionResult = {
+          outcome: "responded",
+          message: "Sent to the agent; the action stays pending. Its model reads the message in its next request.",
+          action: yield* refreshed(reviewer, listed.record.id, listed),
+          decision: Option.none()
+        }
+        return result
+      })
+
     const decide = (
       reviewer: ReviewerInfo,
       id: string,
@@ -587,6 +546,7 @@ export const make = (
         const listed = yield* listedOne(reviewer, id)
         const record = listed.record
         if (request.action === "snooze") return yield* snooze(reviewer, listed, request.until)
+        if (request.action === "respond") return yield* respond(reviewer, listed, request.message)
         if (request.action === "apply" && record.status === "orphaned" && !runnable.has(record.kind)) {
           return yield* notDecidable(record)
         }

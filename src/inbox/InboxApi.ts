@@ -7,7 +7,7 @@
  * | --- | --- | --- |
  * | `GET /api/actions` | the pending actions of every session in scope, filtered, a page at a time, with the badge's counts | read |
  * | `GET /api/actions/:id` | one action: preview, structured diff, history, decisions | read |
- * | `POST /api/actions/:id/decision` | apply (perhaps amended), discard, or snooze one action | decide |
+ * | `POST /api/actions/:id/decision` | apply (perhaps amended), discard, snooze, or respond to one action | decide |
  * | `POST /api/decisions` | up to 100 decisions at once, each answered on its own | decide |
  * | `GET /api/events` | a server-sent event stream of changes and counts | read |
  * | `GET /api/me` | who the token or cookie is | read |
@@ -180,6 +180,29 @@ export const DecisionView = Schema.Struct({
 export type DecisionView = typeof DecisionView.Type
 
 /**
+ * A reviewer's response (a message to the agent that leaves the action pending) as the API shows it:
+ * `deliveredAt` is when the session's saved conversation first held it (its model has read it).
+ *
+ * @since 0.4.0
+ * @category schemas
+ */
+export const ResponseView = Schema.Struct({
+  id: Schema.String,
+  actionId: Schema.String,
+  session: Schema.String,
+  reviewer: Schema.String,
+  message: Schema.String,
+  respondedAt: EpochMillis,
+  deliveredAt: Schema.OptionFromNullOr(EpochMillis)
+}).annotations({ identifier: "Response" })
+
+/**
+ * @since 0.4.0
+ * @category models
+ */
+export type ResponseView = typeof ResponseView.Type
+
+/**
  * One file a preview's diff touches, at a glance: its path (the new one; the old one when the file is deleted) and
  * the lines it adds and removes.
  *
@@ -310,6 +333,8 @@ export const ActionDetail = Schema.Struct({
   history: Schema.Array(HistoryEvent),
   /** Every decision recorded for it, oldest first. */
   decisions: Schema.Array(DecisionView),
+  /** Every reviewer's response recorded for it, oldest first (since 0.4). */
+  responses: Schema.Array(ResponseView),
   /** The JSON Schema of the amendment its kind takes, when `amendable`. */
   amendmentSchema: Schema.OptionFromNullOr(Schema.Unknown),
   /**
@@ -444,7 +469,9 @@ export const SnoozeUntil = EpochMillis.pipe(
  * - `apply`, with a reason and, for a kind that takes one, an `amendment` (edit before apply);
  * - `discard`, with a reason;
  * - `snooze` ("not now"): hidden from the default list until `until` (epoch milliseconds, at most `dateMaxMillis`;
- *   `null` ends a snooze); still pending for the model.
+ *   `null` ends a snooze); still pending for the model;
+ * - `respond` (since 0.4): a `message` to the agent that decides nothing: the action stays pending, and the
+ *   session's model reads the message in its next request, once.
  *
  * @since 0.3.0
  * @category schemas
@@ -452,7 +479,8 @@ export const SnoozeUntil = EpochMillis.pipe(
 export const DecisionRequest = Schema.Union(
   Schema.Struct({ action: Schema.Literal("apply"), reason: Reason, amendment: Schema.optional(Schema.Unknown) }),
   Schema.Struct({ action: Schema.Literal("discard"), reason: Reason }),
-  Schema.Struct({ action: Schema.Literal("snooze"), until: Schema.NullOr(SnoozeUntil) })
+  Schema.Struct({ action: Schema.Literal("snooze"), until: Schema.NullOr(SnoozeUntil) }),
+  Schema.Struct({ action: Schema.Literal("respond"), message: Reason })
 ).annotations({ identifier: "DecisionRequest" })
 
 /**
@@ -467,13 +495,14 @@ export type DecisionRequest = typeof DecisionRequest.Type
  *   it had already been settled), `message` says why;
  * - `requested`: recorded; the session's own process runs it on its next turn or refresh (this inbox does not
  *   register the kind, or could not run it now);
- * - `snoozed`, `unsnoozed`.
+ * - `snoozed`, `unsnoozed`;
+ * - `responded`: the response is recorded (it is in the action's `responses`); the action stays pending.
  *
  * @since 0.3.0
  * @category schemas
  */
 export const DecisionResult = Schema.Struct({
-  outcome: Schema.Literal("applied", "discarded", "failed", "requested", "snoozed", "unsnoozed"),
+  outcome: Schema.Literal("applied", "discarded", "failed", "requested", "snoozed", "unsnoozed", "responded"),
   message: Schema.String,
   action: ActionSummary,
   decision: Schema.OptionFromNullOr(DecisionView)
@@ -509,7 +538,8 @@ export const BatchRequest = Schema.Struct({
         amendment: Schema.optional(Schema.Unknown)
       }),
       Schema.Struct({ id: Schema.String, action: Schema.Literal("discard"), reason: Reason }),
-      Schema.Struct({ id: Schema.String, action: Schema.Literal("snooze"), until: Schema.NullOr(SnoozeUntil) })
+      Schema.Struct({ id: Schema.String, action: Schema.Literal("snooze"), until: Schema.NullOr(SnoozeUntil) }),
+      Schema.Struct({ id: Schema.String, action: Schema.Literal("respond"), message: Reason })
     )
   ).pipe(Schema.minItems(1), Schema.maxItems(batchMax))
 })

@@ -186,6 +186,59 @@ describe.skipIf(skip !== undefined)(
       setup = await setUp()
       worker = await startWorker(setup.file, setup.workspace, setup.log)
     }, 180_000)
+
+    it(
+      "respond sends the reviewer's text to the agent and leaves the action pending; the pane says when it was read",
+      async () => {
+        const { id } = await worker.ask({
+          op: "note",
+          session: "agent-respond",
+          text: "respond",
+          label: "Note: rename the module",
+          preview: "rename src/a.ts to src/b.ts"
+        })
+        assert.isString(id)
+        const { dialogs, errors, page } = await openPage(browser, setup)
+        const posts = recordPosts(page)
+        await item(page, id).click()
+        await page.locator("#d-label", { hasText: "Note: rename the module" }).waitFor()
+        assert.isFalse(await page.locator("#d-responses").isVisible(), "no responses yet")
+        // An empty box sends nothing.
+        await page.click("#respond")
+        await page.locator("#d-result.error", { hasText: "Nothing was sent" }).waitFor()
+        assert.deepStrictEqual(posts, [])
+        await page.fill("#reason", "Call it b2.ts instead; b.ts is taken.")
+        await page.keyboard.press("Escape")
+        await page.keyboard.press("m")
+        await page.locator("#d-result", { hasText: "Sent to the agent; the action stays pending." }).waitFor()
+        assert.deepStrictEqual(posts.map((p) => p.body), [{
+          action: "respond",
+          message: "Call it b2.ts instead; b.ts is taken."
+        }])
+        await page.locator("#d-responses", { hasText: "ann responded just now: Call it b2.ts instead; b.ts is taken." })
+          .waitFor()
+        assert.include(await page.locator("#d-responses").textContent(), "not yet read by the agent")
+        assert.strictEqual(await page.inputValue("#reason"), "", "the box is emptied")
+        // Still pending, still decidable: nothing was applied or discarded, and no decision recorded.
+        assert.isFalse(await page.locator("#apply").isDisabled())
+        assert.isFalse(await page.locator("#d-settled").isVisible())
+        const record = Option.getOrThrow(await Effect.runPromise(setup.inbox.store.get(id)))
+        assert.strictEqual(record.status, "pending")
+        assert.deepStrictEqual(await Effect.runPromise(setup.inbox.store.decisions(id)), [])
+        const [response] = await Effect.runPromise(setup.inbox.store.responses(id))
+        assert.deepStrictEqual([response!.reviewer, response!.message], [
+          "ann",
+          "Call it b2.ts instead; b.ts is taken."
+        ])
+        await page.screenshot({ path: screenshotPath("inbox-respond.png") })
+        // The session's save marks it delivered (test/inbox/SessionPickup.test.ts); the open pane follows.
+        await Effect.runPromise(setup.inbox.store.markDelivered({ ids: [response!.id], now: Date.now() }))
+        await page.locator("#d-responses", { hasText: "(read by the agent)" }).waitFor({ timeout: 30_000 })
+        assert.deepStrictEqual(dialogs, [])
+        assert.deepStrictEqual(errors, [])
+      },
+      180_000
+    )
     afterEach(async () => {
       for (const context of opened.splice(0)) await context.close().catch(() => {})
     })

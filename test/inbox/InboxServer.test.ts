@@ -553,6 +553,12 @@ describe("deciding", () => {
       403,
       "InboxForbidden"
     )
+    expectError(
+      await post(running, `/api/actions/${id}/decision`, tokens.reader, { action: "respond", message: "Hi." }),
+      403,
+      "InboxForbidden"
+    )
+    assert.deepStrictEqual(await Effect.runPromise(running.store.responses(id)), [])
     assert.strictEqual(await statusOf(id), "pending")
     assert.deepStrictEqual(await decisionsOf(id), [])
     assert.strictEqual((await get(running, "/api/actions?snoozed=only", tokens.owner)).json.items.length, 0)
@@ -569,6 +575,10 @@ describe("deciding", () => {
       [{ action: "apply", reason: "x".repeat(4001) }, 400, "HttpApiDecodeError"],
       [{ action: "launch", reason: "x" }, 400, "HttpApiDecodeError"],
       [{ action: "snooze", until: -5 }, 400, "HttpApiDecodeError"],
+      [{ action: "respond" }, 400, "HttpApiDecodeError"],
+      [{ action: "respond", message: " \n " }, 400, "HttpApiDecodeError"],
+      [{ action: "respond", message: "x".repeat(4001) }, 400, "HttpApiDecodeError"],
+      [{ action: "respond", message: "\uD800 lone" }, 400, "HttpApiDecodeError"],
       [[], 400, "HttpApiDecodeError"],
       [{ action: "apply", reason: "x", amendment: { text: 42 } }, 422, "AmendmentRejected"],
       [{ action: "apply", reason: "x", amendment: { text: "y".repeat(1001) } }, 422, "AmendmentRejected"]
@@ -751,6 +761,49 @@ describe("deciding", () => {
       }),
       400,
       "HttpApiDecodeError"
+    )
+  })
+
+  it("respond: recorded beside a decision, the action stays pending; a settled action refuses it; batches too", async () => {
+    const a = await stage("s1", "a")
+    const b = await stage("s1", "b")
+    const first = await post(running, `/api/actions/${a}/decision`, tokens.owner, {
+      action: "respond",
+      message: "Say it louder."
+    })
+    assert.strictEqual(first.status, 200, first.text)
+    assert.deepStrictEqual([first.json.outcome, first.json.action.status, first.json.decision], [
+      "responded",
+      "pending",
+      null
+    ])
+    const detail = (await get(running, `/api/actions/${a}`, tokens.owner)).json
+    assert.deepStrictEqual(
+      detail.responses.map((r: any) => [r.reviewer, r.message, r.session, r.deliveredAt]),
+      [["ann", "Say it louder.", "s1", null]]
+    )
+    assert.deepStrictEqual(detail.decisions, [])
+    assert.strictEqual(notes(), "", "nothing ran")
+    // A batch mixes responses and decisions; a response to a settled action is refused and recorded nowhere.
+    const batch = await post(running, "/api/decisions", tokens.owner, {
+      decisions: [
+        { id: b, action: "respond", message: "One more thing." },
+        { id: a, action: "apply", reason: "Fine as it is." },
+        { id: a, action: "respond", message: "Too late." }
+      ]
+    })
+    assert.strictEqual(batch.status, 200, batch.text)
+    assert.deepStrictEqual(
+      batch.json.results.map((r: any) => [r.id, r.result?.outcome ?? null, r.error?._tag ?? null]),
+      [[b, "responded", null], [a, "applied", null], [a, null, "ActionNotDecidable"]]
+    )
+    assert.deepStrictEqual((await Effect.runPromise(running.store.responses(a))).map((r) => r.message), [
+      "Say it louder."
+    ])
+    expectError(
+      await post(running, `/api/actions/pa_unknown/decision`, tokens.owner, { action: "respond", message: "Hi." }),
+      404,
+      "ActionNotFound"
     )
   })
 

@@ -209,6 +209,50 @@ describe("a reviewer's decision, on the session's side", () => {
       yield* session.close
     }))
 
+  it.live("a response: the idle owner wakes, the model reads it once in its next request, the action stays pending", () =>
+    Effect.gen(function*() {
+      const written = yield* Ref.make<Record<string, string>>({})
+      const session = yield* openSession(
+        [ScriptedModel.toolCall("write", { file: "c.ts", text: "v1" }), "Noted.", "Still here.", "Again."],
+        written
+      )
+      assert.strictEqual((yield* session.run(drive("Write c.ts", 1)))._tag, "Left")
+      const [id] = yield* session.run(openIds)
+      const waiting = yield* Effect.fork(session.run(Effect.flatMap(TurnDriver, (driver) => driver.awaitDecision)))
+      const answer = yield* Effect.promise(() =>
+        post(running, `/api/actions/${id}/decision`, tokens.owner, {
+          action: "respond",
+          message: "Write v2 instead\u0000 please"
+        })
+      )
+      assert.strictEqual(answer.status, 200, answer.text)
+      assert.strictEqual(answer.json.outcome, "responded")
+      assert.strictEqual(answer.json.action.status, "pending")
+      assert.deepStrictEqual(yield* Fiber.join(waiting), [id!])
+      const responses = () => Effect.promise(() => Effect.runPromise(running.store.responses(id!)))
+      assert.deepStrictEqual((yield* responses()).map((r) => r.deliveredAt), [null])
+
+      yield* session.run(drive("Continue.", 1))
+      const next = (yield* session.run(ScriptedModel.requests)).at(-1)!
+      assert.deepStrictEqual(next.userTexts.filter((t) => t.startsWith("A reviewer")), [
+        `A reviewer (ann) responded about ${id}, which stays pending: Write v2 instead\u0000 please. Nothing was ` +
+        `applied or discarded. Take it into account: stage a new preview, or resolve ${id} yourself.`
+      ])
+      // Nothing was decided: the action waits, and nothing was written.
+      assert.deepStrictEqual(yield* session.run(openIds), [id!])
+      assert.deepStrictEqual(yield* Ref.get(written), {})
+      // The save after the request marked it delivered: read once; nothing wakes the owner for it again.
+      assert.isNotNull((yield* responses())[0]!.deliveredAt)
+      yield* session.run(drive("And now?", 1))
+      const last = (yield* session.run(ScriptedModel.requests)).at(-1)!
+      assert.strictEqual(last.userTexts.filter((t) => t.includes("responded about")).length, 1, "told once")
+      const again = yield* session.run(
+        Effect.flatMap(TurnDriver, (driver) => Effect.timeout(driver.awaitDecision, "300 millis"))
+      ).pipe(Effect.option)
+      assert.isTrue(Option.isNone(again), "a delivered response does not wake the owner")
+      yield* session.close
+    }))
+
   it.live("awaitDecision wakes for an action another process settled, and can be interrupted", () =>
     Effect.gen(function*() {
       const written = yield* Ref.make<Record<string, string>>({})

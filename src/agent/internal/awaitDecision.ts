@@ -35,8 +35,9 @@ export const inboxGrace = Duration.seconds(2)
 
 /**
  * The ids of the session's actions a reviewer decided: every one of `watched` that is no longer open (settled by
- * whoever ran it), and every one with a requested decision that is the session's to run: a closure (only its
- * stager can run it), or a decision nobody ran within `inboxGrace` (no inbox registers its kind). A requested
+ * whoever ran it), every one with a requested decision that is the session's to run: a closure (only its stager
+ * can run it), or a decision nobody ran within `inboxGrace` (no inbox registers its kind); else every one with a
+ * reviewer's response its model has not read. A requested
  * decision of a durable kind is not taken at once: the inbox that recorded it is running it, and the session would
  * only race it.
  */
@@ -54,7 +55,10 @@ const decidedNow = (store: PendingStore.Service, session: string, watched: Reado
         (record.kind === closureKind || decision.requestedAt <= now - Duration.toMillis(inboxGrace))
       ) decided.push(decision.actionId)
     }
-    return decided
+    if (decided.length > 0) return decided
+    // A reviewer's response: the action stays pending, and the model is to read it.
+    const responded = (yield* store.undeliveredResponses({ session, limit: 100 })).map((response) => response.actionId)
+    return [...new Set(responded.filter((id) => watched.has(id)))]
   })
 
 /** A durable session: its store's signal, the feed read after it, and the sweep. */
@@ -121,9 +125,9 @@ const awaitInMemory = (
   }))
 
 /**
- * Waits until a reviewer decides one of the session's previews that wait now (`pending`); the ids decided (a
- * requested decision of the session's actions counts, whoever will run it), at once when there are some already,
- * `[]` when nothing waits. Reads only; interruptible.
+ * Waits until a reviewer decides one of the session's previews that wait now (`pending`), or responds about one;
+ * the ids decided or responded to (a requested decision of the session's actions counts, whoever will run it), at
+ * once when there are some already, `[]` when nothing waits. Reads only; interruptible.
  */
 export const awaitDecision = (session: Session): Effect.Effect<ReadonlyArray<string>, PendingStoreError> =>
   Effect.gen(function*() {

@@ -7,7 +7,11 @@
  *    tries), with the reviewer's reason and amendment, and completes each decision `done` or `failed`;
  * 2. tells the model, in the turn's request, of every preview it was shown that a reviewer settled meanwhile
  *    (whoever ran it: this session or the inbox): "A reviewer (ann) applied pa_…: reason", with what the reviewer
- *    changed. The action is no longer pending, so its forcing ends.
+ *    changed. The action is no longer pending, so its forcing ends;
+ * 3. passes on every reviewer's response not yet delivered (a message about an action that leaves it pending), once:
+ *    the request that carries it holds its id, and the save after it marks it delivered.
+ *
+ * Both go to the model as hidden steering messages through the session's `SteeringBus`, like every other.
  *
  * @since 0.3.0
  */
@@ -20,16 +24,22 @@ import * as Ref from "effect/Ref"
 import type { Decision } from "../../domain/Decision.js"
 import type { PendingStoreError } from "../../domain/Errors.js"
 import { isTerminal } from "../../domain/PendingRecord.js"
-import type { SteeringMessage } from "../../domain/SteeringMessage.js"
+import type { ReviewerResponse } from "../../domain/ReviewerResponse.js"
+import type { SteerInput } from "../../domain/SteeringMessage.js"
 import * as ToolResult from "../../domain/ToolResult.js"
 import { capText, messageOf } from "../../internal/render.js"
 import { outcomeMax, runningDecision } from "../../services/internal/decisionSettle.js"
 import type { PendingActionInfo } from "../../services/PendingActions.js"
+import type { PendingStore } from "../../services/PendingStore.js"
 import { resolveWith } from "../../tools/Resolve.js"
 import type { Session } from "./session.js"
+import { steerIdOf, steerIdsIn } from "./steerIds.js"
 
 /** The steering message's `customType`. */
 export const decisionMessageType = "reviewer-decision"
+
+/** A reviewer's response's steering message's `customType`. */
+export const responseMessageType = "reviewer-response"
 
 /** Requested decisions read per turn (more wait for the next turn). */
 const batch = 20
@@ -52,14 +62,42 @@ export const decisionText = (decision: Decision): string => {
     `Do not resolve ${decision.actionId} again.`
 }
 
-const steering = (decision: Decision, now: number): SteeringMessage => ({
+/** What the model reads of a reviewer's response. */
+export const responseText = (response: ReviewerResponse): string =>
+  `A reviewer (${response.reviewer}) responded about ${response.actionId}, which stays pending: ` +
+  `${sentence(capText(response.message, amendmentMax))} Nothing was applied or discarded. Take it into account: ` +
+  `stage a new preview, or resolve ${response.actionId} yourself.`
+
+const steering = (decision: Decision): SteerInput => ({
   customType: decisionMessageType,
   content: decisionText(decision),
-  details: { decision: decision.id, action: decision.actionId, reviewer: decision.reviewer },
-  display: false,
-  attribution: "agent",
-  timestamp: now
+  details: { decision: decision.id, action: decision.actionId, reviewer: decision.reviewer }
 })
+
+const responseSteering = (response: ReviewerResponse): SteerInput => ({
+  customType: responseMessageType,
+  content: responseText(response),
+  // The id travels with the request that carries it: the save after it marks the response delivered.
+  details: { steerId: response.id, response: response.id, action: response.actionId, reviewer: response.reviewer }
+})
+
+/**
+ * Steers the session's responses not yet delivered, each once: not one queued already (on the bus, or carried from
+ * a failed request or the saved state), nor one the conversation holds (a save that could not mark it delivered:
+ * marked now).
+ */
+const passOnResponses = (session: Session, store: PendingStore.Service) =>
+  Effect.gen(function*() {
+    const waiting = yield* store.undeliveredResponses({ session: session.id, limit: batch })
+    if (waiting.length === 0) return
+    const queued = new Set([...(yield* Ref.get(session.carry)), ...(yield* session.bus.pending)].map(steerIdOf))
+    const fresh = waiting.filter((response) => !queued.has(response.id))
+    if (fresh.length === 0) return
+    const carried = steerIdsIn((yield* Ref.get(session.history)).content)
+    const held = fresh.filter((response) => carried.has(response.id)).map((response) => response.id)
+    if (held.length > 0) yield* store.markDelivered({ ids: held, now: yield* Clock.currentTimeMillis })
+    for (const response of fresh) if (!carried.has(response.id)) yield* session.bus.steer(responseSteering(response))
+  })
 
 /** Runs one requested decision in this session; the decision as completed, or none when it stays requested. */
 const runOne = (session: Session, decision: Decision): Effect.Effect<Option.Option<Decision>, PendingStoreError> =>
@@ -105,9 +143,9 @@ const runOne = (session: Session, decision: Decision): Effect.Effect<Option.Opti
   })
 
 /**
- * Runs what a reviewer decided for this session's actions that it can run, then queues on `session.carry` one
- * steering message per shown preview (`session.shown`) that a completed (`done`) decision settled, for the next
- * request. Returns the session's open actions as it read them after running the decisions (the turn needs them, and
+ * Runs what a reviewer decided for this session's actions that it can run, then steers one message per shown preview
+ * (`session.shown`) that a completed (`done`) decision settled, and one per reviewer's response not yet delivered,
+ * for the next request. Returns the session's open actions as it read them after running the decisions (the turn needs them, and
  * reads them again only when this did not get that far). Never fails: a store that cannot be read is logged, and
  * the next turn tries again.
  */
@@ -141,10 +179,8 @@ export const pickUp = (session: Session): Effect.Effect<Option.Option<ReadonlyAr
         if (done !== undefined) told.push(done)
       }
       told.push(...ran.values())
-      if (told.length > 0) {
-        const now = yield* Clock.currentTimeMillis
-        yield* Ref.update(session.carry, (messages) => [...messages, ...told.map((d) => steering(d, now))])
-      }
+      for (const decision of told) yield* session.bus.steer(steering(decision))
+      yield* passOnResponses(session, store)
       return Option.some(openNow)
     }).pipe(
       Effect.catchAllCause((cause) =>

@@ -15,7 +15,9 @@ import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import * as Schema from "effect/Schema"
 import { isOwnershipLost, type PendingStoreError } from "../../domain/Errors.js"
+import * as ReviewerResponse from "../../domain/ReviewerResponse.js"
 import { SteeringMessage } from "../../domain/SteeringMessage.js"
+import type { PendingStore } from "../../services/PendingStore.js"
 import { directiveLabel } from "../../services/Preview.js"
 import { pickUp } from "./decisions.js"
 import { type Forcing, noForcing } from "./forcingMap.js"
@@ -185,6 +187,30 @@ const reportDelivered = (session: Session, ids: ReadonlyArray<string>): Effect.E
     )
   )
 
+/**
+ * Marks reviewers' responses a saved turn carried delivered; a failure is logged (the next turn finds them in the
+ * saved conversation and marks them then).
+ */
+const markResponsesDelivered = (
+  session: Session,
+  store: PendingStore.Service,
+  ids: ReadonlyArray<string>
+): Effect.Effect<void> =>
+  Effect.flatMap(Clock.currentTimeMillis, (now) =>
+    Effect.forEach(
+      Array.from({ length: Math.ceil(ids.length / 100) }, (_, i) => ids.slice(i * 100, i * 100 + 100)),
+      (chunk) => store.markDelivered({ ids: chunk, now }),
+      { discard: true }
+    )).pipe(
+      Effect.catchAllCause((cause) =>
+        Effect.logWarning(
+          `effect-resolve: could not mark the reviewers' responses to session ${session.id} delivered; its next ` +
+            "turn does",
+          cause
+        )
+      )
+    )
+
 /** Saves the session for a restart (durable sessions only); a failed save is logged, never fails the run. */
 export const persist = (session: Session): Effect.Effect<void> => {
   const { bus, carry, forcing, history, id, lastChoice, refused, saved, shown, store, turnCount } = session
@@ -231,10 +257,15 @@ export const persist = (session: Session): Effect.Effect<void> => {
         )
     )
     yield* Ref.set(saved, { messages, state: json })
-    // The steering this save holds as delivered (its messages carry their ids).
-    if (session.durableSteering !== undefined) {
-      const carried = steerIdsIn(messages.slice(from))
-      if (carried.size > 0) yield* reportDelivered(session, [...carried])
+    // The steering this save holds as delivered (its messages carry their ids): reviewers' responses, marked in the
+    // store; the rest (a cluster's steers and decision notes), reported to the durable steering.
+    const carried = [...steerIdsIn(messages.slice(from))]
+    if (carried.length > 0) {
+      const responses = carried.filter(ReviewerResponse.isId)
+      if (responses.length > 0) yield* markResponsesDelivered(session, store, responses)
+      if (session.durableSteering !== undefined && responses.length < carried.length) {
+        yield* reportDelivered(session, carried.filter((steerId) => !ReviewerResponse.isId(steerId)))
+      }
     }
   }).pipe(
     Effect.catchAllCause((cause) =>

@@ -433,6 +433,18 @@ const renderDetail = () => {
         })
       ))
   )
+  // What reviewers said to the agent about it (responses), and whether its model has read each yet.
+  const responses = detail.responses ?? []
+  $("d-responses").hidden = responses.length === 0
+  $("d-responses").replaceChildren(
+    ...responses.map((r) =>
+      el("li", {
+        text: `${r.reviewer} responded ${ago(r.respondedAt)}: ${r.message} (${
+          r.deliveredAt === null ? "not yet read by the agent" : "read by the agent"
+        })`
+      })
+    )
+  )
   // Settled (by this reviewer, another one, or the agent): the outcome, once, and nothing left to press.
   const settled = settledOf(detail)
   $("d-settled").hidden = settled === null
@@ -447,7 +459,7 @@ const renderDetail = () => {
   }
   const decidable = state.me?.permission === "decide" && settled === null && isOpen(detail) &&
     !counting(detail.id)
-  for (const id of ["apply", "discard", "snooze"]) $(id).disabled = !decidable || state.busy
+  for (const id of ["apply", "discard", "respond", "snooze"]) $(id).disabled = !decidable || state.busy
   $("snooze-for").disabled = !decidable || state.busy
   $("edit").disabled = !decidable || !detail.amendable || state.busy
   $("edit").title = detail.amendable ? "Edit before applying" : "This kind takes no amendment"
@@ -534,6 +546,12 @@ const decideNow = async (id, body) => {
         showResult(result.message, true)
         keepEdits()
       } else say(`Not applied: ${result.action.label}: ${result.message}`, true)
+    } else if (body.action === "respond") {
+      // Sent; the action stays pending, and any edit in progress stays as it is.
+      if (shown()) {
+        showResult(result.message)
+        $("reason").value = ""
+      }
     } else {
       // Applied, discarded or recorded: the pane's settled state says so, once. A snooze says until when.
       if (shown()) {
@@ -694,6 +712,19 @@ const discard = () => {
   const reason = reasonOrAsk()
   if (reason === null) return
   return decide(detail.id, { action: "discard", reason })
+}
+
+// A response is sent at once: it decides nothing (the agent reads it; the action stays pending).
+const respond = () => {
+  const detail = state.detail
+  if (detail === null || state.busy || counting(detail.id)) return
+  const message = $("reason").value.trim()
+  if (message === "") {
+    showResult("Write what to tell the agent first (in the reason box). Nothing was sent.", true)
+    $("reason").focus()
+    return
+  }
+  return decide(detail.id, { action: "respond", message })
 }
 
 const snooze = () => {
@@ -921,6 +952,7 @@ document.addEventListener("keydown", (event) => {
     ArrowUp: () => move(-1),
     a: () => !$("apply").disabled && apply(),
     d: () => !$("discard").disabled && discard(),
+    m: () => !$("respond").disabled && respond(),
     n: () => !$("snooze").disabled && snooze(),
     e: edit,
     u: () => undoApply(),
@@ -945,6 +977,7 @@ document.addEventListener("keydown", (event) => {
 const start = async () => {
   $("apply").addEventListener("click", apply)
   $("discard").addEventListener("click", discard)
+  $("respond").addEventListener("click", respond)
   $("snooze").addEventListener("click", snooze)
   $("edit").addEventListener("click", edit)
   $("amend-reset").addEventListener("click", resetEdits)
