@@ -112,3 +112,5 @@ export { SessionOwnership } from "./services/SessionOwnership.js"
 export * as Decision from "./domain/Decision.js"
 /** @since 0.4.0 */
 export * as ReviewerResponse from "./domain/ReviewerResponse.js"
+/** @since 0.4.0 */
+export { Decisions } from "./tools/Decisions.js"

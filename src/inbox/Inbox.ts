@@ -44,7 +44,6 @@ import * as Schema from "effect/Schema"
 import type * as Scope from "effect/Scope"
 import * as Stream from "effect/Stream"
 import { randomBytes } from "node:crypto"
-import * as DecisionModel from "../domain/Decision.js"
 import type { PendingStoreError } from "../domain/Errors.js"
 import {
   checkOptions,
@@ -55,7 +54,6 @@ import {
   type OptionsSpec
 } from "../domain/InvalidOptions.js"
 import { isTerminal, type PendingRecord } from "../domain/PendingRecord.js"
-import * as ReviewerResponse from "../domain/ReviewerResponse.js"
 import { capText } from "../internal/render.js"
 import * as ResolveRuntime from "../layers/ResolveRuntime.js"
 import * as ActionKind from "../services/ActionKind.js"
@@ -428,11 +426,10 @@ export const make = (
         return detail
       }).pipe(Effect.withSpan("Inbox.get"))
 
-    const { leftRequested, run, settleAgainst } = Runner.make({
+    const { decisions, leftRequested, run, settleAgainst } = Runner.make({
       store,
       runtimes,
       instance,
-      now,
       scope,
       poke: feed.poke
     })
@@ -513,14 +510,7 @@ export const make = (
     const respond = (reviewer: ReviewerInfo, listed: PendingStore.ListedAction, message: string) =>
       Effect.gen(function*() {
         const recorded = yield* Effect.mapError(
-          Effect.flatMap(ReviewerResponse.makeId, (responseId) =>
-            store.recordResponse({
-              id: responseId,
-              actionId: listed.record.id,
-              reviewer: reviewer.name,
-              message,
-              now: now()
-            })),
+          decisions.respond({ actionId: listed.record.id, reviewer: reviewer.name, message }),
           storeFailed
         )
         if (recorded._tag === "UnknownAction") return yield* notFound(listed.record.id)
@@ -554,16 +544,13 @@ export const make = (
           yield* checkAmendment(record, request.amendment) :
           null
         const recorded = yield* Effect.mapError(
-          Effect.flatMap(DecisionModel.makeId, (decisionId) =>
-            store.recordDecision({
-              id: decisionId,
-              actionId: record.id,
-              reviewer: reviewer.name,
-              action: request.action,
-              reason: request.reason,
-              amendment,
-              now: now()
-            })),
+          decisions.record({
+            actionId: record.id,
+            reviewer: reviewer.name,
+            action: request.action,
+            reason: request.reason,
+            amendment
+          }),
           storeFailed
         )
         switch (recorded._tag) {

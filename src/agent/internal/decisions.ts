@@ -15,64 +15,23 @@
  *
  * @since 0.3.0
  */
-import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import type { Decision } from "../../domain/Decision.js"
-import type { PendingStoreError } from "../../domain/Errors.js"
 import { isTerminal } from "../../domain/PendingRecord.js"
 import type { ReviewerResponse } from "../../domain/ReviewerResponse.js"
 import type { SteerInput } from "../../domain/SteeringMessage.js"
-import * as ToolResult from "../../domain/ToolResult.js"
-import { capText, messageOf } from "../../internal/render.js"
-import { outcomeMax, runningDecision } from "../../services/internal/decisionSettle.js"
 import type { PendingActionInfo } from "../../services/PendingActions.js"
 import type { PendingStore } from "../../services/PendingStore.js"
-import { resolveWith } from "../../tools/Resolve.js"
+import { SteeringBus } from "../../services/SteeringBus.js"
+import { make as decisionsOn, responseMessageType, responseText } from "../../tools/Decisions.js"
 import type { Session } from "./session.js"
 import { steerIdOf, steerIdsIn } from "./steerIds.js"
 
-/** The steering message's `customType`. */
-export const decisionMessageType = "reviewer-decision"
-
-/** A reviewer's response's steering message's `customType`. */
-export const responseMessageType = "reviewer-response"
-
 /** Requested decisions read per turn (more wait for the next turn). */
 const batch = 20
-
-/** The longest amendment text put in a message. */
-const amendmentMax = 2_000
-
-/** Ends a text with a full stop unless it ends a sentence already. */
-const sentence = (text: string): string => /[.!?]$/.test(text.trim()) ? text.trim() : `${text.trim()}.`
-
-/** What the model reads of a completed decision. */
-export const decisionText = (decision: Decision): string => {
-  const verb = decision.action === "apply" ? "applied" : "discarded"
-  const reason = decision.reason.trim() === "" ? "no reason given" : decision.reason
-  const changed = decision.action === "apply" && decision.amendment !== null && decision.amendment !== undefined ?
-    ` Before applying, the reviewer changed it to: ${capText(JSON.stringify(decision.amendment), amendmentMax)}.` :
-    ""
-  const outcome = decision.outcome === null ? "" : ` Result: ${sentence(capText(decision.outcome, amendmentMax))}`
-  return `A reviewer (${decision.reviewer}) ${verb} ${decision.actionId}: ${sentence(reason)}${changed}${outcome} ` +
-    `Do not resolve ${decision.actionId} again.`
-}
-
-/** What the model reads of a reviewer's response. */
-export const responseText = (response: ReviewerResponse): string =>
-  `A reviewer (${response.reviewer}) responded about ${response.actionId}, which stays pending: ` +
-  `${sentence(capText(response.message, amendmentMax))} Nothing was applied or discarded. Take it into account: ` +
-  `stage a new preview, or resolve ${response.actionId} yourself.`
-
-const steering = (decision: Decision): SteerInput => ({
-  customType: decisionMessageType,
-  content: decisionText(decision),
-  details: { decision: decision.id, action: decision.actionId, reviewer: decision.reviewer }
-})
 
 const responseSteering = (response: ReviewerResponse): SteerInput => ({
   customType: responseMessageType,
@@ -99,67 +58,26 @@ const passOnResponses = (session: Session, store: PendingStore.Service) =>
     for (const response of fresh) if (!carried.has(response.id)) yield* session.bus.steer(responseSteering(response))
   })
 
-/** Runs one requested decision in this session; the decision as completed, or none when it stays requested. */
-const runOne = (session: Session, decision: Decision): Effect.Effect<Option.Option<Decision>, PendingStoreError> =>
-  Effect.gen(function*() {
-    const store = session.store!
-    const by = `session:${session.id}`
-    // The decision is completed in the same transaction as the settle of its action (or after it, if that fails).
-    const run = runningDecision(store, decision, by, Clock.currentTimeMillis)
-    const exit = yield* Effect.exit(Effect.provide(resolveWith(run.params, run.options), session.runtime))
-    let state: "done" | "failed"
-    let outcome: string
-    if (Exit.isSuccess(exit)) {
-      const completed = run.completed()
-      if (completed !== undefined) return completed
-      state = "done"
-      outcome = ToolResult.textOf(exit.value)
-    } else {
-      const failure = Cause.failureOption(exit.cause)
-      if (Option.isNone(failure)) {
-        yield* Effect.logWarning(`effect-resolve: running the reviewer's decision ${decision.id} died`, exit.cause)
-        return Option.none()
-      }
-      const error = failure.value
-      // Another process's to run, or running right now: left requested.
-      if (
-        error._tag === "PendingActionElsewhere" || error._tag === "PendingStoreError" ||
-        (error._tag === "PendingActionNotPending" && error.status === "resolving")
-      ) return Option.none()
-      state = "failed"
-      outcome = messageOf(error)
-    }
-    const now = yield* Clock.currentTimeMillis
-    const completed = yield* store.completeDecision({
-      id: decision.id,
-      state,
-      outcome: capText(outcome, outcomeMax),
-      by,
-      now
-    })
-    return completed ?
-      Option.some<Decision>({ ...decision, state, outcome, settledAt: now, settledBy: by }) :
-      Option.none()
-  })
-
 /**
  * Runs what a reviewer decided for this session's actions that it can run, then steers one message per shown preview
  * (`session.shown`) that a completed (`done`) decision settled, and one per reviewer's response not yet delivered,
- * for the next request. Returns the session's open actions as it read them after running the decisions (the turn needs them, and
- * reads them again only when this did not get that far). Never fails: a store that cannot be read is logged, and
- * the next turn tries again.
+ * for the next request. Returns the session's open actions as it read them after running the decisions (the turn
+ * needs them, and reads them again only when this did not get that far). Never fails: a store that cannot be read is
+ * logged, and the next turn tries again.
  */
 export const pickUp = (session: Session): Effect.Effect<Option.Option<ReadonlyArray<PendingActionInfo>>> =>
   session.store === undefined ?
     Effect.succeedNone :
     Effect.gen(function*() {
       const store = session.store!
+      const decisions = decisionsOn(store)
       const waiting = yield* store.requestedDecisions({ sessions: [session.id], limit: batch })
       const ran = new Map<string, Decision>()
       for (const { decision, record } of waiting) {
         if (isTerminal(record.status) || record.status === "resolving") continue
-        const done = yield* runOne(session, decision)
-        if (Option.isSome(done) && done.value.state === "done") ran.set(decision.actionId, done.value)
+        // Exactly as a model's `resolve` call would, in this session; the store's claim makes it once.
+        const done = yield* Effect.provide(decisions.run(decision, `session:${session.id}`), session.runtime)
+        if (done._tag === "Done") ran.set(decision.actionId, done.decision)
       }
       // The previews the model saw that are settled now: a reviewer's decision is told once, whoever ran it.
       const shown = [...(yield* Ref.get(session.shown))]
@@ -174,12 +92,12 @@ export const pickUp = (session: Session): Effect.Effect<Option.Option<ReadonlyAr
           ran.delete(id)
           continue
         }
-        const decisions = yield* store.decisions(id)
-        const done = decisions.filter((d) => d.state === "done").at(-1)
+        const recorded = yield* store.decisions(id)
+        const done = recorded.filter((d) => d.state === "done").at(-1)
         if (done !== undefined) told.push(done)
       }
       told.push(...ran.values())
-      for (const decision of told) yield* session.bus.steer(steering(decision))
+      for (const decision of told) yield* Effect.provideService(decisions.tell(decision), SteeringBus, session.bus)
       yield* passOnResponses(session, store)
       return Option.some(openNow)
     }).pipe(

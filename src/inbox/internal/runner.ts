@@ -6,25 +6,19 @@
  *
  * @internal
  */
-import * as Cause from "effect/Cause"
 import type * as Context from "effect/Context"
 import * as Deferred from "effect/Deferred"
 import * as Effect from "effect/Effect"
-import * as Exit from "effect/Exit"
 import * as FiberId from "effect/FiberId"
-import * as Option from "effect/Option"
 import * as RcMap from "effect/RcMap"
-import * as Schedule from "effect/Schedule"
 import type * as Scope from "effect/Scope"
 import type * as DecisionModel from "../../domain/Decision.js"
 import type { PendingStoreError } from "../../domain/Errors.js"
 import type { InvalidOptions } from "../../domain/InvalidOptions.js"
-import { isTerminal, type PendingRecord } from "../../domain/PendingRecord.js"
-import * as ToolResult from "../../domain/ToolResult.js"
-import { capText, messageOf } from "../../internal/render.js"
-import { outcomeMax, runningDecision } from "../../services/internal/decisionSettle.js"
+import type { PendingRecord } from "../../domain/PendingRecord.js"
 import type { PendingStore } from "../../services/PendingStore.js"
-import { type ResolveServices, resolveWith } from "../../tools/Resolve.js"
+import { type Decisions, make as decisionsOn } from "../../tools/Decisions.js"
+import type { ResolveServices } from "../../tools/Resolve.js"
 
 /** What running a decision did. */
 export interface RunOutcome {
@@ -34,35 +28,46 @@ export interface RunOutcome {
   readonly completed?: DecisionModel.Decision | undefined
 }
 
-/** What a runner needs: the store, the inbox's sessions by name, who it is, its clock, scope and feed's nudge. */
+/** What a runner needs: the store, the inbox's sessions by name, who it is, its scope and its feed's nudge. */
 export interface RunnerOptions {
   readonly store: PendingStore.Service
   /** The sessions the inbox opened, by name: what `resolve` needs, and why one could not be opened. */
   readonly runtimes: RcMap.RcMap<string, Context.Context<ResolveServices>, PendingStoreError | InvalidOptions>
   readonly instance: string
-  readonly now: () => number
   readonly scope: Scope.Scope
   readonly poke: Effect.Effect<void>
 }
 
-/** The inbox's decision runner: `run` a requested decision, or `settleAgainst` the record it found settled. */
-export const make = (options: RunnerOptions) => {
-  const { instance, now, runtimes, scope, store } = options
+/** Why a decision is left requested, as the reviewer reads it. */
+const requestedText = (ran: Extract<Decisions.Ran, { readonly _tag: "Requested" }>): string => {
+  switch (ran.why) {
+    case "elsewhere":
+      return "Recorded. Only the process that staged it can run it (it registers a kind this inbox does not); it " +
+        "runs the decision on its next turn or refresh."
+    case "store":
+      return `Recorded; the store failed while running it (${ran.detail}). The inbox tries again.`
+    case "resolving":
+      return "Recorded; another call is resolving the action right now. The inbox looks again."
+    case "died":
+      return "Recorded; running it failed unexpectedly. The inbox tries again."
+  }
+}
 
-  const complete = (decision: DecisionModel.Decision, state: "done" | "failed", message: string) =>
-    Effect.as(
-      Effect.retry(
-        store.completeDecision({
-          id: decision.id,
-          state,
-          outcome: capText(message, outcomeMax),
-          by: instance,
-          now: now()
-        }),
-        Schedule.intersect(Schedule.exponential("20 millis"), Schedule.recurs(4))
-      ),
-      undefined
-    )
+/** What the inbox says of a decision `Decisions` ran or completed. */
+const outcomeOf = (decision: DecisionModel.Decision, ran: Decisions.Ran): RunOutcome =>
+  ran._tag === "Done" ?
+    { outcome: decision.action === "apply" ? "applied" : "discarded", message: ran.message, completed: ran.decision } :
+    ran._tag === "Failed" ?
+    { outcome: "failed", message: ran.message, completed: ran.decision } :
+    { outcome: "requested", message: requestedText(ran) }
+
+/**
+ * The inbox's decision runner: `run` a requested decision, or `settleAgainst` the record it found settled; and the
+ * `Decisions` it does that with (which also records decisions and responses).
+ */
+export const make = (options: RunnerOptions) => {
+  const { instance, runtimes, scope, store } = options
+  const decisions = decisionsOn(store)
 
   /**
    * A requested decision whose action is settled: `done` when it settled as decided after the decision was made
@@ -71,17 +76,8 @@ export const make = (options: RunnerOptions) => {
   const settleAgainst = (
     decision: DecisionModel.Decision,
     record: PendingRecord
-  ): Effect.Effect<RunOutcome, PendingStoreError> => {
-    const wanted = decision.action === "apply" ? "applied" : "discarded"
-    const done = record.status === wanted && record.updatedAt >= decision.requestedAt
-    const message = done ?
-      record.outcome ?? `${wanted === "applied" ? "Applied" : "Discarded"}.` :
-      `Not run: the action was already ${record.status} before this decision could run.`
-    return Effect.as(complete(decision, done ? "done" : "failed", message), {
-      outcome: done ? wanted : "failed",
-      message
-    })
-  }
+  ): Effect.Effect<RunOutcome, PendingStoreError> =>
+    Effect.map(decisions.settleAgainst(decision, record, instance), (ran) => outcomeOf(decision, ran))
 
   const leftRequested = (message: string): RunOutcome => ({ outcome: "requested", message })
 
@@ -96,55 +92,7 @@ export const make = (options: RunnerOptions) => {
           }). The inbox tries again.`
         )
       }
-      // The decision is completed in the same transaction as the settle of its action (or after it, if that fails).
-      const run = runningDecision(store, decision, instance, Effect.sync(now))
-      const exit = yield* Effect.exit(Effect.provide(resolveWith(run.params, run.options), session.right))
-      if (Exit.isSuccess(exit)) {
-        const message = ToolResult.textOf(exit.value)
-        const completed = run.completed()
-        if (completed === undefined) yield* complete(decision, "done", message)
-        const ran: RunOutcome = {
-          outcome: decision.action === "apply" ? "applied" : "discarded",
-          message,
-          completed: completed === undefined ? undefined : Option.getOrUndefined(completed)
-        }
-        return ran
-      }
-      const failure = Cause.failureOption(exit.cause)
-      if (Option.isNone(failure)) {
-        yield* Effect.logWarning(`effect-resolve inbox: running decision ${decision.id} died`, exit.cause)
-        return leftRequested("Recorded; running it failed unexpectedly. The inbox tries again.")
-      }
-      const error = failure.value
-      switch (error._tag) {
-        case "PendingActionElsewhere":
-          return leftRequested(
-            "Recorded. Only the process that staged it can run it (it registers a kind this inbox does not); it " +
-              "runs the decision on its next turn or refresh."
-          )
-        case "PendingStoreError":
-          return leftRequested(
-            `Recorded; the store failed while running it (${error.detail}). The inbox tries again.`
-          )
-        case "PendingActionNotPending": {
-          if (error.status === "resolving") {
-            return leftRequested("Recorded; another call is resolving the action right now. The inbox looks again.")
-          }
-          const record = yield* store.get(decision.actionId)
-          if (Option.isSome(record) && isTerminal(record.value.status)) {
-            return yield* settleAgainst(decision, record.value)
-          }
-          const message = messageOf(error)
-          yield* complete(decision, "failed", message)
-          return { outcome: "failed", message } as const
-        }
-        default: {
-          // ApplyFailed, ToolError (the action is pending again), UnknownPendingAction, NoPendingAction.
-          const message = messageOf(error)
-          yield* complete(decision, "failed", message)
-          return { outcome: "failed", message } as const
-        }
-      }
+      return outcomeOf(decision, yield* Effect.provide(decisions.run(decision, instance), session.right))
     }).pipe(Effect.scoped, Effect.withSpan("Inbox.execute", { attributes: { decision: decision.id } }))
 
   // One run per decision in this process: a request and the sweep never run it twice at once.
@@ -165,5 +113,5 @@ export const make = (options: RunnerOptions) => {
       ).pipe(Effect.zipRight(Deferred.await(done)))
     })
 
-  return { leftRequested, run, settleAgainst }
+  return { decisions, leftRequested, run, settleAgainst }
 }

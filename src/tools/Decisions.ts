@@ -1,0 +1,293 @@
+/**
+ * A reviewer's decisions, one path for every process that handles them (the approval inbox, a session's turn
+ * driver): `record` a decision (`requested`, at most one per action) or a response (a message that leaves the
+ * action pending); `run` a requested decision exactly as a model's `resolve` call would, exactly once (the store's
+ * claim makes it so, whoever else tries), completing it `done` or `failed` in the same transaction as the settle of
+ * its action; `tell` the model through the session's `SteeringBus`, with the reviewer's reason once, what they
+ * changed and the result.
+ *
+ * @example
+ * ```ts
+ * import { Effect } from "effect"
+ * import { Decisions, DecisionRequests } from "effect-resolve"
+ *
+ * // Run what reviewers decided for session "s1" (in that session's runtime), and tell its model.
+ * const runAll = Effect.gen(function*() {
+ *   const decisions = yield* Decisions
+ *   const requests = yield* DecisionRequests
+ *   for (const { decision } of yield* requests.requestedDecisions({ sessions: ["s1"], limit: 20 })) {
+ *     const ran = yield* decisions.run(decision, "worker-1")
+ *     if (ran._tag === "Done") yield* decisions.tell(ran.decision)
+ *   }
+ * })
+ * ```
+ *
+ * @since 0.4.0
+ */
+import * as Cause from "effect/Cause"
+import * as Clock from "effect/Clock"
+import * as Context from "effect/Context"
+import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Layer from "effect/Layer"
+import * as Option from "effect/Option"
+import * as Schedule from "effect/Schedule"
+import * as DecisionModel from "../domain/Decision.js"
+import type { PendingStoreError } from "../domain/Errors.js"
+import { isTerminal, type PendingRecord } from "../domain/PendingRecord.js"
+import * as ReviewerResponse from "../domain/ReviewerResponse.js"
+import * as ToolResult from "../domain/ToolResult.js"
+import { capText, messageOf } from "../internal/render.js"
+import type { DecisionRequests } from "../services/DecisionRequests.js"
+import { outcomeMax, runningDecision } from "../services/internal/decisionSettle.js"
+import { PendingStore } from "../services/PendingStore.js"
+import { SteeringBus } from "../services/SteeringBus.js"
+import { type ResolveServices, resolveWith } from "./Resolve.js"
+
+/**
+ * @since 0.4.0
+ * @category tags
+ */
+export declare namespace Decisions {
+  /**
+   * What running a requested decision did:
+   * - `Done`: the action was applied or discarded as decided (here, or by another process after the decision was
+   *   made); `decision` as completed, `message` the result;
+   * - `Failed`: it ran and did not happen (the apply failed, the preview was stale, the action had been settled
+   *   another way first); the decision is completed `failed` with `message`;
+   * - `Requested`: left to run later, and why: only the process that staged it can (`elsewhere`), another call is
+   *   resolving it right now (`resolving`), the store failed (`store`), or running it died (`died`).
+   *
+   * @since 0.4.0
+   * @category models
+   */
+  export type Ran =
+    | { readonly _tag: "Done"; readonly decision: DecisionModel.Decision; readonly message: string }
+    | { readonly _tag: "Failed"; readonly decision: DecisionModel.Decision; readonly message: string }
+    | {
+      readonly _tag: "Requested"
+      readonly why: "elsewhere" | "resolving" | "store" | "died"
+      readonly detail: string
+    }
+
+  /**
+   * `record`'s input: the action, who decided, what and why, and for `apply` the amendment (a JSON value, `null`
+   * for none).
+   *
+   * @since 0.4.0
+   * @category models
+   */
+  export interface DecisionInput {
+    readonly actionId: string
+    readonly reviewer: string
+    readonly action: DecisionModel.DecisionAction
+    readonly reason: string
+    readonly amendment: unknown
+  }
+
+  /**
+   * @since 0.4.0
+   * @category models
+   */
+  export interface Service {
+    /** Records a decision `requested` under a fresh id, at most one per action (see `DecisionRequests`). */
+    readonly record: (
+      input: Decisions.DecisionInput
+    ) => Effect.Effect<DecisionRequests.RecordDecisionResult, PendingStoreError>
+    /** Records a reviewer's response: a message to the agent that leaves the action pending. */
+    readonly respond: (
+      input: { readonly actionId: string; readonly reviewer: string; readonly message: string }
+    ) => Effect.Effect<DecisionRequests.RecordResponseResult, PendingStoreError>
+    /**
+     * Runs a requested decision in the action's session (the `resolve` services in context), by `by` (who is
+     * recorded as having run it), exactly as a model's `resolve` would, with the reviewer's reason and amendment;
+     * the decision is completed in the same transaction as the settle of its action. Fails only when the store
+     * cannot complete the decision (it stays `requested`, and is run or completed later).
+     */
+    readonly run: (
+      decision: DecisionModel.Decision,
+      by: string
+    ) => Effect.Effect<Decisions.Ran, PendingStoreError, ResolveServices>
+    /**
+     * Completes a requested decision whose action is settled already (`record` as it is now): `Done` when it
+     * settled as decided after the decision was made, `Failed` otherwise.
+     */
+    readonly settleAgainst: (
+      decision: DecisionModel.Decision,
+      record: PendingRecord,
+      by: string
+    ) => Effect.Effect<Decisions.Ran, PendingStoreError>
+    /** Tells the session's model, in its next request, what a reviewer decided: a hidden steering message. */
+    readonly tell: (decision: DecisionModel.Decision) => Effect.Effect<void, never, SteeringBus>
+  }
+}
+
+/**
+ * The Decisions service.
+ *
+ * @since 0.4.0
+ * @category tags
+ */
+export class Decisions extends Context.Tag("effect-resolve/Decisions")<Decisions, Decisions.Service>() {
+  /**
+   * Decisions on the `PendingStore` in context.
+   *
+   * @since 0.4.0
+   * @category layers
+   */
+  static readonly layer: Layer.Layer<Decisions, never, PendingStore> = Layer.effect(
+    Decisions,
+    Effect.map(PendingStore, (store) => make(store))
+  )
+}
+
+/**
+ * The steering message's `customType` of a decision told to the model.
+ *
+ * @since 0.4.0
+ * @category constants
+ */
+export const decisionMessageType = "reviewer-decision"
+
+/** The longest amendment text put in a message. */
+const amendmentMax = 2_000
+
+/** Ends a text with a full stop unless it ends a sentence already. */
+const sentence = (text: string): string => /[.!?]$/.test(text.trim()) ? text.trim() : `${text.trim()}.`
+
+/**
+ * What the model reads of a completed decision: who decided what and why, what they changed, and the result.
+ *
+ * @since 0.4.0
+ * @category rendering
+ */
+export const decisionText = (decision: DecisionModel.Decision): string => {
+  const verb = decision.action === "apply" ? "applied" : "discarded"
+  const reason = decision.reason.trim() === "" ? "no reason given" : decision.reason
+  const changed = decision.action === "apply" && decision.amendment !== null && decision.amendment !== undefined ?
+    ` Before applying, the reviewer changed it to: ${capText(JSON.stringify(decision.amendment), amendmentMax)}.` :
+    ""
+  const outcome = decision.outcome === null ? "" : ` Result: ${sentence(capText(decision.outcome, amendmentMax))}`
+  return `A reviewer (${decision.reviewer}) ${verb} ${decision.actionId}: ${sentence(reason)}${changed}${outcome} ` +
+    `Do not resolve ${decision.actionId} again.`
+}
+
+/**
+ * The steering message's `customType` of a reviewer's response passed to the model.
+ *
+ * @since 0.4.0
+ * @category constants
+ */
+export const responseMessageType = "reviewer-response"
+
+/**
+ * What the model reads of a reviewer's response.
+ *
+ * @since 0.4.0
+ * @category rendering
+ */
+export const responseText = (response: ReviewerResponse.ReviewerResponse): string =>
+  `A reviewer (${response.reviewer}) responded about ${response.actionId}, which stays pending: ` +
+  `${sentence(capText(response.message, amendmentMax))} Nothing was applied or discarded. Take it into account: ` +
+  `stage a new preview, or resolve ${response.actionId} yourself.`
+
+/**
+ * Decisions on `store`.
+ *
+ * @since 0.4.0
+ * @category constructors
+ */
+export const make = (store: PendingStore.Service): Decisions.Service => {
+  // A completion is retried a few times: the action is settled, and its decision should say so.
+  const complete = (decision: DecisionModel.Decision, state: "done" | "failed", message: string, by: string) =>
+    Effect.flatMap(Clock.currentTimeMillis, (now) => {
+      const outcome = capText(message, outcomeMax)
+      return Effect.map(
+        Effect.retry(
+          store.completeDecision({ id: decision.id, state, outcome, by, now }),
+          Schedule.intersect(Schedule.exponential("20 millis"), Schedule.recurs(4))
+        ),
+        (): DecisionModel.Decision => ({ ...decision, state, outcome, settledAt: now, settledBy: by })
+      )
+    })
+
+  const ended = (decision: DecisionModel.Decision, state: "done" | "failed", message: string): Decisions.Ran =>
+    state === "done" ? { _tag: "Done", decision, message } : { _tag: "Failed", decision, message }
+
+  const settleAgainst = (decision: DecisionModel.Decision, record: PendingRecord, by: string) => {
+    const wanted = decision.action === "apply" ? "applied" : "discarded"
+    const done = record.status === wanted && record.updatedAt >= decision.requestedAt
+    const message = done ?
+      record.outcome ?? `${wanted === "applied" ? "Applied" : "Discarded"}.` :
+      `Not run: the action was already ${record.status} before this decision could run.`
+    const state = done ? "done" : "failed"
+    return Effect.map(complete(decision, state, message, by), (completed) => ended(completed, state, message))
+  }
+
+  const run = (decision: DecisionModel.Decision, by: string) =>
+    Effect.gen(function*() {
+      // Completed in the same transaction as the settle of its action (or after it, if that transaction failed).
+      const running = runningDecision(store, decision, by, Clock.currentTimeMillis)
+      const exit = yield* Effect.exit(resolveWith(running.params, running.options))
+      if (Exit.isSuccess(exit)) {
+        const message = ToolResult.textOf(exit.value)
+        const completed = running.completed()
+        // `none`: another process completed it first, as done: it ran once, here.
+        const decided = completed === undefined ?
+          yield* complete(decision, "done", message, by) :
+          Option.getOrElse(completed, (): DecisionModel.Decision => ({ ...decision, state: "done", outcome: message }))
+        return ended(decided, "done", message)
+      }
+      const failure = Cause.failureOption(exit.cause)
+      if (Option.isNone(failure)) {
+        yield* Effect.logWarning(`effect-resolve: running the reviewer's decision ${decision.id} died`, exit.cause)
+        return requested("died", "running it failed unexpectedly")
+      }
+      const error = failure.value
+      switch (error._tag) {
+        case "PendingActionElsewhere":
+          return requested("elsewhere", "only the process that staged it can run it")
+        case "PendingStoreError":
+          return requested("store", error.detail)
+        case "PendingActionNotPending": {
+          if (error.status === "resolving") return requested("resolving", "another call is resolving it right now")
+          const record = yield* store.get(decision.actionId)
+          if (Option.isSome(record) && isTerminal(record.value.status)) {
+            return yield* settleAgainst(decision, record.value, by)
+          }
+          break
+        }
+      }
+      // The apply failed or the preview was stale (the action is pending again), or it cannot be resolved.
+      const message = messageOf(error)
+      return ended(yield* complete(decision, "failed", message, by), "failed", message)
+    }).pipe(Effect.withSpan("Decisions.run", { attributes: { decision: decision.id } }))
+
+  return Decisions.of({
+    record: (input) =>
+      Effect.flatMap(
+        DecisionModel.makeId,
+        (id) => Effect.flatMap(Clock.currentTimeMillis, (now) => store.recordDecision({ ...input, id, now }))
+      ),
+    respond: (input) =>
+      Effect.flatMap(
+        ReviewerResponse.makeId,
+        (id) => Effect.flatMap(Clock.currentTimeMillis, (now) => store.recordResponse({ ...input, id, now }))
+      ),
+    run,
+    settleAgainst,
+    tell: (decision) =>
+      Effect.flatMap(SteeringBus, (bus) =>
+        bus.steer({
+          customType: decisionMessageType,
+          content: decisionText(decision),
+          details: { decision: decision.id, action: decision.actionId, reviewer: decision.reviewer }
+        })).pipe(Effect.asVoid)
+  })
+}
+
+const requested = (why: "elsewhere" | "resolving" | "store" | "died", detail: string): Decisions.Ran => ({
+  _tag: "Requested",
+  why,
+  detail
+})
