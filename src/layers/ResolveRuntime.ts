@@ -76,9 +76,9 @@ export const layerWith = (options: { readonly retainSettled?: number }): Layer.L
  * @since 0.3.0
  * @category layers
  */
-export const layerDurable = <const Kinds extends ReadonlyArray<ActionKind.Any> = []>(
+export const layerDurable = <const Kinds extends ReadonlyArray<ActionKind.AnyContract> = []>(
   options: DurableOptions<Kinds>
-): Layer.Layer<Services, PendingStoreError | InvalidOptions, PendingStore | ActionKind.Requirements<Kinds>> =>
+): Layer.Layer<Services, PendingStoreError | InvalidOptions, PendingStore | ActionKind.SessionRequirements<Kinds>> =>
   Layer.provideMerge(
     Layer.unwrapEffect(
       Effect.as(checkOptions("ResolveRuntime.layerDurable", durableSpec, options), PendingActions.layerDurable(options))
@@ -93,10 +93,13 @@ export const layerDurable = <const Kinds extends ReadonlyArray<ActionKind.Any> =
  * @since 0.2.0
  * @category layers
  */
-export const durable = <const Kinds extends ReadonlyArray<ActionKind.Any> = [], E = never, R = never>(
+export const durable = <const Kinds extends ReadonlyArray<ActionKind.AnyContract> = [], E = never, R = never>(
   options: DurableOptions<Kinds> & { readonly store: Layer.Layer<PendingStore, E, R> }
-): Layer.Layer<Services | PendingStore, PendingStoreError | InvalidOptions | E, R | ActionKind.Requirements<Kinds>> =>
-  Layer.provideMerge(layerDurable(withoutStore(options)), options.store)
+): Layer.Layer<
+  Services | PendingStore,
+  PendingStoreError | InvalidOptions | E,
+  R | ActionKind.SessionRequirements<Kinds>
+> => Layer.provideMerge(layerDurable(withoutStore(options)), options.store)
 
 const withoutStore = <T extends { readonly store: unknown }>(options: T): Omit<T, "store"> => {
   const { store: _, ...rest } = options

@@ -35,7 +35,9 @@
  *
  * @since 0.2.0
  */
+import * as Context from "effect/Context"
 import * as Effect from "effect/Effect"
+import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import type { ParseError } from "effect/ParseResult"
 import type * as Schema from "effect/Schema"
@@ -88,8 +90,8 @@ export type Recovery = "applied" | "pending" | "conflict"
  * @since 0.4.0
  * @category models
  */
-export interface Contract<P, I, A = unknown, AI = unknown> {
-  readonly name: string
+export interface Contract<P, I, A = unknown, AI = unknown, Name extends string = string> {
+  readonly name: Name
   readonly payload: Schema.Schema<P, I>
   readonly standing?: boolean
   readonly amendment?: Schema.Schema<A, AI>
@@ -143,7 +145,27 @@ export type Any = ActionKind<any, any, any, any, any, any>
  * @since 0.4.0
  * @category models
  */
-export type AnyContract = Contract<any, any, any, any>
+export type AnyContract = Contract<any, any, any, any, string>
+
+/**
+ * The context entry of a kind's handlers, provided by `toLayer` under the kind's name: a session given the contract
+ * alone (`ResolveRuntime.layerDurable({ kinds: [contract] })`) finds its handlers there.
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export interface Handler<Name extends string> {
+  readonly _ActionKindHandler: Name
+}
+
+/**
+ * The tag of a kind's handlers in a context (see `toLayer`): one per kind name.
+ *
+ * @since 0.4.0
+ * @category tags
+ */
+export const handlerTag = <const Name extends string>(name: Name): Context.Tag<Handler<Name>, Any> =>
+  Context.GenericTag<Handler<Name>, Any>(`effect-resolve/ActionKind/Handler/${name}`)
 
 /**
  * What the kinds of a list need to run: the union of their requirements, and `never` for an empty list (since 0.4.0;
@@ -154,6 +176,19 @@ export type AnyContract = Contract<any, any, any, any>
  */
 export type Requirements<K extends ReadonlyArray<AnyContract>> = K[number] extends infer Kind
   ? Kind extends ActionKind<any, any, any, infer R, any, any> ? R : never
+  : never
+
+/**
+ * What a session that runs the kinds of a list needs: a runnable kind's requirements, and for a contract given
+ * alone its handlers (`Handler<Name>`, which `toLayer` provides).
+ *
+ * @since 0.4.0
+ * @category models
+ */
+export type SessionRequirements<K extends ReadonlyArray<AnyContract>> = K[number] extends infer Kind
+  ? Kind extends ActionKind<any, any, any, infer R, any, any> ? R
+  : Kind extends Contract<any, any, any, any, infer Name> ? Handler<Name>
+  : never
   : never
 
 /**
@@ -171,8 +206,9 @@ export const closureKind = "closure"
  * @since 0.4.0
  * @category constructors
  */
-export const contract = <P, I, A = unknown, AI = unknown>(contract: Contract<P, I, A, AI>): Contract<P, I, A, AI> =>
-  contract
+export const contract = <P, I, A = unknown, AI = unknown, const Name extends string = string>(
+  contract: Contract<P, I, A, AI, Name>
+): Contract<P, I, A, AI, Name> => contract
 
 /**
  * A runnable kind: `contract` with its `handlers`. Its `apply` gets the reviewer's amendment typed by the contract's
@@ -182,7 +218,7 @@ export const contract = <P, I, A = unknown, AI = unknown>(contract: Contract<P, 
  * @category constructors
  */
 export const implement = <P, I, A, AI, E = never, R = never>(
-  contract: Contract<P, I, A, AI>,
+  contract: Contract<P, I, A, AI, string>,
   handlers: Handlers<P, A, E, R>
 ): ActionKind<P, I, E, R, A, AI> => {
   const kind: { -readonly [K in keyof ActionKind<P, I, E, R, A, AI>]: ActionKind<P, I, E, R, A, AI>[K] } = {
@@ -197,6 +233,55 @@ export const implement = <P, I, A, AI, E = never, R = never>(
   if (handlers.recover !== undefined) kind.recover = handlers.recover
   return kind
 }
+
+/**
+ * A contract's handlers as a layer, as `@effect/ai`'s `Toolkit.toLayer` provides a toolkit's: the handlers (or an
+ * effect that builds them) with their requirements taken from the layer's context when it is built, provided under
+ * the kind's name (`Handler<Name>`). A session given the contract alone
+ * (`ResolveRuntime.layerDurable({ session, kinds: [contract] })`) runs it with these handlers; the contract stays
+ * data an approval inbox can hold without them.
+ *
+ * @example
+ * ```ts
+ * import { Effect, Layer, Schema } from "effect"
+ * import { ActionKind, PendingStore, ResolveRuntime, ToolResult } from "effect-resolve"
+ *
+ * const Deploy = ActionKind.contract({ name: "deploy", payload: Schema.Struct({ service: Schema.String }) })
+ * const DeployHandlers = ActionKind.toLayer(Deploy, {
+ *   apply: ({ service }, call) => Effect.succeed(ToolResult.text(`Deployed ${service} (${call.reason}).`))
+ * })
+ * const Session = ResolveRuntime.layerDurable({ session: "s1", kinds: [Deploy] }).pipe(
+ *   Layer.provide(DeployHandlers),
+ *   Layer.provideMerge(PendingStore.layerMemory)
+ * )
+ * ```
+ *
+ * @since 0.4.0
+ * @category layers
+ */
+export const toLayer = <P, I, A, AI, const Name extends string, E = never, R = never, EB = never, RB = never>(
+  contract: Contract<P, I, A, AI, Name>,
+  handlers: Handlers<P, A, E, R> | Effect.Effect<Handlers<P, A, E, R>, EB, RB>
+): Layer.Layer<Handler<Name>, EB, R | RB> =>
+  Layer.effect(
+    handlerTag(contract.name),
+    Effect.gen(function*() {
+      const context = yield* Effect.context<R>()
+      const built = Effect.isEffect(handlers) ? yield* handlers : handlers
+      const provided = <X, Y>(effect: Effect.Effect<X, Y, R>) => Effect.provide(effect, context)
+      const kind: Handlers<P, A, E, never> = {
+        apply: (payload, call) => provided(built.apply(payload, call)),
+        ...(built.reject === undefined ? {} : {
+          reject: (payload: P, call: Call<A>) => provided(built.reject!(payload, call))
+        }),
+        ...(built.recover === undefined ? {} : {
+          recover: (payload: P, record: { readonly id: string; readonly attempts: number }) =>
+            provided(built.recover!(payload, record))
+        })
+      }
+      return implement(contract, kind) as Any
+    })
+  )
 
 /**
  * Defines a kind, contract and handlers in one (an identity function that checks the definition's types).

@@ -53,10 +53,10 @@ import type { PendingStoreError } from "../domain/Errors.js"
 import {
   boolean,
   checkOptions,
+  contracts as kindsSpec,
   duration,
   durationAtLeast,
-  type InvalidOptions,
-  kinds as kindsSpec,
+  InvalidOptions,
   type OptionsSpec,
   text,
   wholeNumber
@@ -64,7 +64,7 @@ import {
 import type { PendingStatus } from "../domain/PendingRecord.js"
 import type { ResolveError, ResolveParams } from "../domain/ResolveParams.js"
 import type * as ToolResult from "../domain/ToolResult.js"
-import type * as ActionKind from "./ActionKind.js"
+import * as ActionKind from "./ActionKind.js"
 import * as InstanceLease from "./internal/instanceLease.js"
 import * as PendingSet from "./internal/pendingSet.js"
 import * as Reconcile from "./internal/reconcile.js"
@@ -201,10 +201,11 @@ export declare namespace PendingActions {
     /**
      * Stages an action of a durable kind: plain data (`kind` + the payload encoded with its Schema) that a store
      * keeps and a restarted session runs again (register the kind with `layerDurable`). Forcing and reminder as
-     * `stage`; a `standing` kind neither forces nor gates.
+     * `stage`; a `standing` kind neither forces nor gates. A contract (since 0.4.0) runs with the handlers the
+     * session registers for it (`ActionKind.toLayer`); one it does not register is a defect.
      */
-    readonly stageKind: <P, I, E, R>(
-      kind: ActionKind.ActionKind<P, I, E, R>,
+    readonly stageKind: <P, I, E = never, R = never>(
+      kind: ActionKind.ActionKind<P, I, E, R> | ActionKind.Contract<P, I, any, any, string>,
       payload: P,
       info: StageInfo
     ) => Effect.Effect<Handle, PendingStoreError, R>
@@ -290,23 +291,23 @@ export class PendingActions extends Context.Tag("effect-resolve/PendingActions")
    * @since 0.2.0
    * @category layers
    */
-  static readonly layerDurable = <const Kinds extends ReadonlyArray<ActionKind.Any> = []>(
+  static readonly layerDurable = <const Kinds extends ReadonlyArray<ActionKind.AnyContract> = []>(
     options: DurableOptions<Kinds>
   ): Layer.Layer<
     PendingActions,
     PendingStoreError | InvalidOptions,
-    ToolChoiceQueue | SteeringBus | PendingStore | ActionKind.Requirements<Kinds>
+    ToolChoiceQueue | SteeringBus | PendingStore | ActionKind.SessionRequirements<Kinds>
   > =>
     Layer.scoped(
       PendingActions,
       Effect.gen(function*() {
         yield* checkOptions("PendingActions.layerDurable", durableSpec, options)
         const store = yield* PendingStore
-        const kindContext = yield* Effect.context<ActionKind.Requirements<Kinds>>()
+        const kindContext = yield* Effect.context<ActionKind.SessionRequirements<Kinds>>()
         return yield* make({
           session: options.session,
           store,
-          kinds: options.kinds ?? [],
+          kinds: yield* runnableKinds("PendingActions.layerDurable", options.kinds ?? [], kindContext),
           kindContext: kindContext as Context.Context<never>,
           lease: options.lease,
           retainSettled: options.retainSettled,
@@ -316,6 +317,35 @@ export class PendingActions extends Context.Tag("effect-resolve/PendingActions")
       })
     )
 }
+
+/**
+ * The kinds a session runs: each runnable kind as it is, each contract with the handlers its context holds
+ * (`ActionKind.toLayer`); a contract without them is `InvalidOptions` (the types prevent it; JavaScript may not).
+ *
+ * @internal
+ */
+export const runnableKinds = (
+  of: string,
+  kinds: ReadonlyArray<ActionKind.AnyContract>,
+  context: Context.Context<any>
+): Effect.Effect<ReadonlyArray<ActionKind.Any>, InvalidOptions> =>
+  Effect.forEach(kinds, (kind) => {
+    if (ActionKind.isRunnable(kind)) return Effect.succeed(kind)
+    const handlers = Context.getOption(context, ActionKind.handlerTag(kind.name))
+    return Option.isSome(handlers) ?
+      Effect.succeed(handlers.value) :
+      Effect.fail(
+        new InvalidOptions({
+          of,
+          key: "kinds",
+          problem:
+            `holds the contract ${
+              JSON.stringify(kind.name)
+            } with no handlers in context: provide ActionKind.toLayer(contract, handlers), or give a kind made with ` +
+            "ActionKind.implement"
+        })
+      )
+  })
 
 /**
  * What `layerDurable` checks its options against, at run time (see `InvalidOptions`).
@@ -348,13 +378,14 @@ export const durableSpec: OptionsSpec = {
  * @since 0.2.0
  * @category models
  */
-export interface DurableOptions<Kinds extends ReadonlyArray<ActionKind.Any>> {
+export interface DurableOptions<Kinds extends ReadonlyArray<ActionKind.AnyContract>> {
   /** The session: a restarted process that opens the same session finds its actions. */
   readonly session: string
   /**
    * The durable kinds this process runs. A record of a kind registered here is runnable here, whoever staged it;
    * any other record (a closure, an unregistered kind) is left alone while its stager lives, and `orphaned` once
-   * its stager is provably gone.
+   * its stager is provably gone. A kind is a runnable one (`ActionKind.make`, `implement`), or a contract whose
+   * handlers the layer's context holds (`ActionKind.toLayer`; since 0.4.0).
    */
   readonly kinds?: Kinds
   /**
@@ -595,8 +626,8 @@ export const queueResolveHandler = stage
  * @since 0.2.0
  * @category constructors
  */
-export const stageKind = <P, I, E, R>(
-  kind: ActionKind.ActionKind<P, I, E, R>,
+export const stageKind = <P, I, E = never, R = never>(
+  kind: ActionKind.ActionKind<P, I, E, R> | ActionKind.Contract<P, I, any, any, string>,
   payload: P,
   info: StageInfo
 ): Effect.Effect<Handle, PendingStoreError, PendingActions | R> =>

@@ -199,11 +199,19 @@ export const kindRunner = <P>(
 /** See `PendingActions.stageKind`. */
 export const stageKind = <P, I, E, R>(
   s: State,
-  kind: ActionKind.ActionKind<P, I, E, R>,
+  given: ActionKind.ActionKind<P, I, E, R> | ActionKind.Contract<P, I, any, any, string>,
   payload: P,
   info: StageInfo
 ): Effect.Effect<Handle, PendingStoreError, R> =>
   Effect.withFiberRuntime((fiber) => {
+    // A contract runs with the handlers the session registers for it (`ActionKind.toLayer`).
+    const kind = ActionKind.isRunnable(given) ? given : s.kinds.get(given.name)
+    if (kind === undefined) {
+      return Effect.dieMessage(
+        `stageKind: the session registers no kind ${JSON.stringify(given.name)}; list the contract in ` +
+          "layerDurable's kinds with its handlers (ActionKind.toLayer), or stage with the runnable kind"
+      )
+    }
     const context = fiber.getFiberRef(FiberRef.currentContext) as Context.Context<unknown>
     const entry = newEntry(s, info, kind.name, info.preview, info.expiresIn, kind.standing === true)
     entry.runner = kindRunner(kind, payload, entry, context)
