@@ -156,19 +156,25 @@ const amendmentMax = 2_000
 const sentence = (text: string): string => /[.!?]$/.test(text.trim()) ? text.trim() : `${text.trim()}.`
 
 /**
- * What the model reads of a completed decision: who decided what and why, what they changed, and the result.
+ * What the model reads of a completed decision: who decided what and why, what they changed, and the result; the
+ * reason once (not again before a result that quotes it).
  *
  * @since 0.4.0
  * @category rendering
  */
 export const decisionText = (decision: DecisionModel.Decision): string => {
   const verb = decision.action === "apply" ? "applied" : "discarded"
-  const reason = decision.reason.trim() === "" ? "no reason given" : decision.reason
+  const reason = decision.reason.trim() === "" ? "no reason given" : decision.reason.trim()
   const changed = decision.action === "apply" && decision.amendment !== null && decision.amendment !== undefined ?
     ` Before applying, the reviewer changed it to: ${capText(JSON.stringify(decision.amendment), amendmentMax)}.` :
     ""
-  const outcome = decision.outcome === null ? "" : ` Result: ${sentence(capText(decision.outcome, amendmentMax))}`
-  return `A reviewer (${decision.reviewer}) ${verb} ${decision.actionId}: ${sentence(reason)}${changed}${outcome} ` +
+  const result = decision.outcome === null ? undefined : capText(decision.outcome, amendmentMax)
+  // The reason once: a result that quotes it already ("Discarded: … Reason: <reason>") says it.
+  const said = result !== undefined && decision.reason.trim() !== "" && result.includes(reason) ?
+    "" :
+    ` ${sentence(reason)}`
+  const outcome = result === undefined ? "" : ` Result: ${sentence(result)}`
+  return `A reviewer (${decision.reviewer}) ${verb} ${decision.actionId}:${said}${changed}${outcome} ` +
     `Do not resolve ${decision.actionId} again.`
 }
 

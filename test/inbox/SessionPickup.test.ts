@@ -163,7 +163,7 @@ describe("a reviewer's decision, on the session's side", () => {
       assert.strictEqual((yield* session.run(drive("Continue.")))._tag, "Right")
       const next = (yield* session.run(ScriptedModel.requests)).at(-1)!
       assert.deepStrictEqual(next.userTexts.filter((t) => t.startsWith("A reviewer")), [
-        `A reviewer (ann) applied ${id}: Better wording. Before applying, the reviewer changed it to: ` +
+        `A reviewer (ann) applied ${id}: Before applying, the reviewer changed it to: ` +
         `{"text":"as amended"}. Result: Noted as amended (Better wording.). Do not resolve ${id} again.`
       ])
       assert.isFalse(ScriptedModel.isForced(next))

@@ -126,6 +126,27 @@ describe("Decisions", () => {
       assert.strictEqual(ran._tag, "Failed")
       if (ran._tag !== "Failed") return
       assert.strictEqual(ran.message, "Not run: the action was already discarded before this decision could run.")
+      // A result that quotes the reviewer's reason: the model reads the reason once.
+      const discarded = yield* stageWrite(applied)
+      const discard = yield* decisions.record({
+        actionId: discarded.id,
+        reviewer: "ann",
+        action: "discard",
+        reason: "Out of scope",
+        amendment: null
+      })
+      if (discard._tag !== "Recorded") return assert.fail(discard._tag)
+      const gone = yield* decisions.run(discard.decision, "worker-1")
+      if (gone._tag !== "Done") return assert.fail(gone._tag)
+      yield* Effect.flatMap(SteeringBus, (bus) => bus.drain)
+      yield* decisions.tell(gone.decision)
+      const [told] = yield* Effect.flatMap(SteeringBus, (bus) => bus.drain)
+      assert.strictEqual(
+        told?.content,
+        `A reviewer (ann) discarded ${discarded.id}: Result: Discarded: Write a.ts. Reason: Out of scope. Do not ` +
+          `resolve ${discarded.id} again.`
+      )
+      assert.strictEqual(told!.content.split("Out of scope").length - 1, 1, "the reason once")
       assert.strictEqual(yield* Ref.get(applied), 0)
       const late = yield* decisions.respond({ actionId: handle.id, reviewer: "bob", message: "Too late" })
       assert.strictEqual(late._tag, "NotDecidable")
