@@ -95,6 +95,34 @@ describe("npm start", () => {
     assert.notStrictEqual(told, "", out)
   }, 120_000)
 
+  it(
+    "a reviewer's response in the inbox: the model is told the message at once, and the preview still waits",
+    async () => {
+      let told = ""
+      let status = ""
+      const { out } = await startAndList({}, undefined, 2, async ({ cookie, origin, out }) => {
+        const list = await fetch(`${origin}/api/actions`, { headers: { cookie } })
+        const [first] = (await list.json() as { readonly items: ReadonlyArray<{ readonly id: string }> }).items
+        const answered = await fetch(`${origin}/api/actions/${first!.id}/decision`, {
+          method: "POST",
+          headers: { cookie, origin, "content-type": "application/json" },
+          body: JSON.stringify({ action: "respond", message: "Keep the greeting short." })
+        })
+        assert.strictEqual(answered.status, 200, await answered.text())
+        const wanted = `The agent's model was told: A reviewer (owner) responded about ${first!.id}, which stays ` +
+          "pending: Keep the greeting short."
+        for (let i = 0; i < 100 && !out().includes(wanted); i++) await new Promise((r) => setTimeout(r, 100))
+        told = out().split("\n").find((line) => line.startsWith(wanted)) ?? ""
+        const detail = await fetch(`${origin}/api/actions/${first!.id}`, { headers: { cookie } })
+        const body = await detail.json() as { readonly status: string }
+        status = body.status
+      })
+      assert.notStrictEqual(told, "", out)
+      assert.strictEqual(status, "pending")
+    },
+    120_000
+  )
+
   it("a restart over the same directory resumes the session: the same previews, none staged again", async () => {
     const dir = mkdtempSync(join(tmpdir(), "effect-resolve-start-"))
     try {
