@@ -187,15 +187,19 @@ export const decisionText = (decision: DecisionModel.Decision): string => {
 export const responseMessageType = "reviewer-response"
 
 /**
- * What the model reads of a reviewer's response.
+ * What the model reads of a reviewer's response: about an action still pending (by default), or one settled since
+ * (a decision ran between the response and the session's next turn).
  *
  * @since 0.4.0
  * @category rendering
  */
-export const responseText = (response: ReviewerResponse.ReviewerResponse): string =>
-  `A reviewer (${response.reviewer}) responded about ${response.actionId}, which stays pending: ` +
-  `${sentence(capText(response.message, amendmentMax))} Nothing was applied or discarded. Take it into account: ` +
-  `stage a new preview, or resolve ${response.actionId} yourself.`
+export const responseText = (response: ReviewerResponse.ReviewerResponse, stillPending = true): string =>
+  stillPending ?
+    `A reviewer (${response.reviewer}) responded about ${response.actionId}, which stays pending: ` +
+    `${sentence(capText(response.message, amendmentMax))} Nothing was applied or discarded. Take it into account: ` +
+    `stage a new preview, or resolve ${response.actionId} yourself.` :
+    `A reviewer (${response.reviewer}) responded about ${response.actionId}, which is no longer pending: ` +
+    `${sentence(capText(response.message, amendmentMax))}`
 
 /**
  * Decisions on `store`.

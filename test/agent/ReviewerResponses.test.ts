@@ -14,6 +14,7 @@ import {
   PendingActions,
   PendingStore,
   PendingStoreError,
+  resolve,
   ResolveRuntime,
   ReviewerResponse,
   stage,
@@ -112,4 +113,36 @@ describe("a reviewer's response, on the session's side", () => {
         )
       }).pipe(Effect.scoped, Effect.provide(layer))
     }))
+  it.live("a response to an action settled before the session's turn says it is no longer pending", () =>
+    Effect.gen(function*() {
+      const pendingStore = yield* PendingStore
+      yield* drive("Take a note")
+      const [info] = yield* Effect.flatMap(PendingActions, (pending) => pending.listOpen)
+      const id = info!.id
+      yield* pendingStore.recordResponse({
+        id: yield* ReviewerResponse.makeId,
+        actionId: id,
+        reviewer: "ann",
+        message: "Shorter, please",
+        now: Date.now()
+      })
+      // Another reviewer's decision settles it before the session's next turn.
+      yield* resolve({ action: "discard", reason: "Not needed.", id })
+      yield* drive("Continue.")
+      const told = (yield* ScriptedModel.requests).at(-1)!.userTexts.filter((t) => t.includes("responded about"))
+      assert.deepStrictEqual(told, [
+        `A reviewer (ann) responded about ${id}, which is no longer pending: Shorter, please.`
+      ])
+    }).pipe(
+      Effect.provide(
+        Layer.mergeAll(
+          TurnDriver.layerWithoutDependencies({}),
+          Handlers,
+          ScriptedModel.layer([ScriptedModel.toolCall("note", { text: "one" }), "Read it.", "Still here."])
+        ).pipe(
+          Layer.provideMerge(ResolveRuntime.layerDurable({ session: "resp-2" })),
+          Layer.provideMerge(PendingStore.layerMemory)
+        )
+      )
+    ))
 })

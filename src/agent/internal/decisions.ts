@@ -33,9 +33,9 @@ import { steerIdOf, steerIdsIn } from "./steerIds.js"
 /** Requested decisions read per turn (more wait for the next turn). */
 const batch = 20
 
-const responseSteering = (response: ReviewerResponse): SteerInput => ({
+const responseSteering = (response: ReviewerResponse, stillPending: boolean): SteerInput => ({
   customType: responseMessageType,
-  content: responseText(response),
+  content: responseText(response, stillPending),
   // The id travels with the request that carries it: the save after it marks the response delivered.
   details: { steerId: response.id, response: response.id, action: response.actionId, reviewer: response.reviewer }
 })
@@ -45,7 +45,7 @@ const responseSteering = (response: ReviewerResponse): SteerInput => ({
  * a failed request or the saved state), nor one the conversation holds (a save that could not mark it delivered:
  * marked now).
  */
-const passOnResponses = (session: Session, store: PendingStore.Service) =>
+const passOnResponses = (session: Session, store: PendingStore.Service, open: ReadonlySet<string>) =>
   Effect.gen(function*() {
     const waiting = yield* store.undeliveredResponses({ session: session.id, limit: batch })
     if (waiting.length === 0) return
@@ -55,7 +55,9 @@ const passOnResponses = (session: Session, store: PendingStore.Service) =>
     const carried = steerIdsIn((yield* Ref.get(session.history)).content)
     const held = fresh.filter((response) => carried.has(response.id)).map((response) => response.id)
     if (held.length > 0) yield* store.markDelivered({ ids: held, now: yield* Clock.currentTimeMillis })
-    for (const response of fresh) if (!carried.has(response.id)) yield* session.bus.steer(responseSteering(response))
+    for (const response of fresh) {
+      if (!carried.has(response.id)) yield* session.bus.steer(responseSteering(response, open.has(response.actionId)))
+    }
   })
 
 /**
@@ -98,7 +100,7 @@ export const pickUp = (session: Session): Effect.Effect<Option.Option<ReadonlyAr
       }
       told.push(...ran.values())
       for (const decision of told) yield* Effect.provideService(decisions.tell(decision), SteeringBus, session.bus)
-      yield* passOnResponses(session, store)
+      yield* passOnResponses(session, store, open)
       return Option.some(openNow)
     }).pipe(
       Effect.catchAllCause((cause) =>
