@@ -1,11 +1,17 @@
 /**
  * The approval inbox's rows of `npm run bench`, on a SQLite file, each against a floor in the same run: a plain
- * `node:http` handler doing the same SQL on the same file (no HttpApi, no auth, no Schema).
+ * `node:http` handler doing the same SQL on the same file through the same client (no HttpApi, no auth, no Schema,
+ * no session), so that a ratio is what the inbox's own machinery costs (issue 28 §2: ≤ 2×).
  *
  * - decision latency: POST a decision (the inbox registers the kind and applies it) → the response → the agent's
- *   session reads the action applied; the floor: a POST whose handler runs the conditional UPDATE, then the same read.
+ *   session reads the action applied; the floor: a POST whose handler sends the statements the inbox sends (the
+ *   action with its requested decision; the decision recorded; the record read and claimed; the settle and the
+ *   decision's completion in one transaction; the action read again), then the same read. Until 2026-12-07 the
+ *   floor was one conditional UPDATE (about 1.3 ms): it measured the durable decision's five statements and two
+ *   commits more, not the inbox.
  * - the first page of a 10 000-action list (GET /api/actions: 50 summaries and the badge's counts); the floor: a
- *   handler running the page's SELECT and a COUNT, as JSON.
+ *   handler running the inbox's page SELECT (with the requested decisions joined) and its count query, at once, as
+ *   JSON (until 2026-12-07: a simpler SELECT and one COUNT).
  * - SSE fan-out: 100 subscribers of /api/events; from a record staged to the last subscriber hearing of it; the
  *   floor: a handler that polls the journal's head at the same interval and writes one line to 100 responses.
  */
@@ -21,6 +27,9 @@ import * as os from "node:os"
 import * as path from "node:path"
 import { Inbox, InboxServer } from "../dist/inbox.js"
 import { ActionKind, PendingActions, ResolveRuntime, stageKind, ToolResult } from "../dist/index.js"
+import { joinedDecisionColumns, joinedRecordColumns } from "../dist/stores/internal/sqlInbox.js"
+import { recordColumns } from "../dist/stores/internal/sqlRows.js"
+import { openCondition, snoozedCondition } from "../dist/stores/internal/sqlSchema.js"
 import * as SqliteStore from "../dist/stores/SqliteStore.js"
 import { median, type Row } from "./harness.js"
 
@@ -123,6 +132,9 @@ const fill = (file: string, count: number) =>
       )
   )
 
+/** The floor's decisions, numbered. */
+let floorDecisions = 0
+
 /** The floor's server: plain handlers over one libsql client on the same file. */
 const floorServer = async (file: string) => {
   const runtime = ManagedRuntime.make(LibsqlClient.layer({ url: `file:${file}` }).pipe(Layer.provide(Reactivity.layer)))
@@ -153,24 +165,77 @@ const floorServer = async (file: string) => {
       return
     }
     if (url.pathname === "/list") {
-      const rows = await run(sql.unsafe(
-        "SELECT id, session, kind, label, status, created_at FROM effect_resolve_pending WHERE status = 'pending' " +
-          "ORDER BY created_at DESC, seq DESC LIMIT 51"
-      ))
-      const [count] = await run(
-        sql.unsafe("SELECT count(*) AS n FROM effect_resolve_pending WHERE status = 'pending'")
-      )
-      res.end(JSON.stringify({ items: rows.slice(0, 50), count }))
+      // The first page, the same SQL the inbox sends, by hand: the open records not snoozed, newest first, with
+      // their requested decision; and the badge's counts (all open by status, the snoozed, the requested), at once.
+      const now = Date.now()
+      const [rows, counts] = await Promise.all([
+        run(sql.unsafe(
+          `SELECT p.seq, ${joinedRecordColumns}, p.snoozed_until, ${joinedDecisionColumns} FROM (SELECT seq, ` +
+            `${recordColumns}, snoozed_until FROM effect_resolve_pending INDEXED BY effect_resolve_pending_open_all ` +
+            `WHERE ${openCondition} AND (snoozed_until IS NULL OR snoozed_until <= ?) ` +
+            "ORDER BY created_at DESC, seq DESC LIMIT 51) p " +
+            "LEFT JOIN effect_resolve_decisions d ON d.action_id = p.id AND d.state = 'requested' " +
+            "ORDER BY p.created_at DESC, p.seq DESC",
+          [now]
+        )),
+        run(sql.unsafe(
+          `SELECT 'all' AS part, p.status AS status, 0 AS snoozed, count(*) AS n FROM effect_resolve_pending p ` +
+            `WHERE ${openCondition} GROUP BY p.status UNION ALL ` +
+            "SELECT 'snoozed', p.status, 1, count(*) FROM effect_resolve_pending p INDEXED BY " +
+            `effect_resolve_pending_snoozed WHERE ${snoozedCondition} AND ${openCondition} AND p.snoozed_until > ? ` +
+            "GROUP BY p.status UNION ALL " +
+            "SELECT 'requested', p.status, CASE WHEN p.snoozed_until > ? THEN 1 ELSE 0 END, count(*) " +
+            "FROM effect_resolve_decisions d CROSS JOIN effect_resolve_pending p ON p.id = d.action_id " +
+            `WHERE d.state = 'requested' AND ${openCondition} GROUP BY 2, 3`,
+          [now, now]
+        ))
+      ])
+      res.end(JSON.stringify({ items: rows.slice(0, 50), counts }))
       return
     }
+    // A decision, the same SQL the inbox sends, by hand: the action and its requested decision; the decision
+    // recorded; the record read and claimed; settled and the decision completed in one transaction; the action
+    // read again for the answer.
     const id = url.pathname.slice("/decide/".length)
-    for await (const _ of req) { /* read the body */ }
-    const rows = await run(sql.unsafe(
-      "UPDATE effect_resolve_pending SET status = 'applied', updated_at = ? WHERE id = ? AND status = 'pending' " +
-        "RETURNING id",
-      [Date.now(), id]
+    let body = ""
+    for await (const chunk of req) body += chunk
+    const { reason } = JSON.parse(body) as { readonly reason: string }
+    const now = Date.now()
+    const decisionId = `dc_floor_${++floorDecisions}`
+    const owner = "floor"
+    const listed = () =>
+      run(sql.unsafe(
+        "SELECT p.*, d.id AS d_id, d.state AS d_state FROM effect_resolve_pending p LEFT JOIN effect_resolve_decisions " +
+          "d ON d.action_id = p.id AND d.state = 'requested' WHERE p.id IN (?)",
+        [id]
+      ))
+    await listed()
+    await run(sql.unsafe(
+      "INSERT INTO effect_resolve_decisions (id, action_id, session, reviewer, action, reason, amendment, state, " +
+        "requested_at) SELECT ?, id, session, 'bench', 'apply', ?, 'null', 'requested', ? FROM effect_resolve_pending " +
+        "WHERE id = ? AND status IN ('pending', 'orphaned') ON CONFLICT DO NOTHING RETURNING id",
+      [decisionId, reason, now, id]
     ))
-    res.end(JSON.stringify({ applied: rows.length === 1 }))
+    await run(sql.unsafe("SELECT * FROM effect_resolve_pending WHERE id = ?", [id]))
+    await run(sql.unsafe(
+      "UPDATE effect_resolve_pending SET status = 'resolving', attempts = attempts + 1, owner = ?, lease_until = ?, " +
+        "updated_at = ? WHERE id = ? AND status = 'pending' RETURNING *",
+      [owner, now + 60_000, now, id]
+    ))
+    const settled = await run(sql.withTransaction(Effect.zipLeft(
+      sql.unsafe(
+        "UPDATE effect_resolve_pending SET status = 'applied', owner = NULL, lease_until = NULL, updated_at = ?, " +
+          "outcome = 'Noted x' WHERE id = ? AND status = 'resolving' AND owner = ? RETURNING id",
+        [now, id, owner]
+      ),
+      sql.unsafe(
+        "UPDATE effect_resolve_decisions SET state = 'done', outcome = 'Noted x', settled_at = ?, settled_by = ? " +
+          "WHERE id = ? AND state = 'requested' RETURNING id",
+        [now, owner, decisionId]
+      )
+    )))
+    await listed()
+    res.end(JSON.stringify({ applied: settled.length === 1 }))
   })
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve))
   const port = (server.address() as { port: number }).port
@@ -229,7 +294,7 @@ export const inboxFigures = async (options: { readonly quick: boolean; readonly 
               (id: string) =>
                 call(port, "POST", `/api/actions/${id}/decision`, JSON.stringify({ action: "apply", reason: "ok" }))
             ],
-            [floorTimes, (id: string) => call(floor.port, "POST", `/decide/${id}`, "{}")]
+            [floorTimes, (id: string) => call(floor.port, "POST", `/decide/${id}`, JSON.stringify({ reason: "ok" }))]
           ] as const
         ) {
           const ids: Array<string> = []
@@ -245,16 +310,16 @@ export const inboxFigures = async (options: { readonly quick: boolean; readonly 
       }
       const decision = median(inboxTimes)
       const decisionFloor = median(floorTimes)
-      const decisionOk = decision <= 10 * decisionFloor
+      const decisionOk = decision <= 2 * decisionFloor
       rows.push({
         name: "inbox decision",
         figure: "inbox decision latency, SQLite (POST apply → the inbox applies → the session reads it applied)",
         value: ms(decision),
-        floor: `${ms(decisionFloor)} (node:http UPDATE)`,
+        floor: `${ms(decisionFloor)} (node:http, the same SQL)`,
         plain: "—",
         vsFloor: `${(decision / decisionFloor).toFixed(2)}×`,
         vsPlain: "—",
-        target: `≤ 10× floor: ${verdict(decisionOk)}`
+        target: `≤ 2× floor: ${verdict(decisionOk)}`
       })
       if (!decisionOk) missed.push("inbox decision latency")
 
@@ -271,16 +336,16 @@ export const inboxFigures = async (options: { readonly quick: boolean; readonly 
         }
       }
       const page = median(pageTimes)
-      const pageOk = page <= 10 * median(pageFloor)
+      const pageOk = page <= 2 * median(pageFloor)
       rows.push({
         name: "inbox page, 10 000",
         figure: "inbox: the first page of a 10 000-action list with its counts (GET /api/actions), SQLite",
         value: ms(page),
-        floor: `${ms(median(pageFloor))} (SELECT + COUNT)`,
+        floor: `${ms(median(pageFloor))} (node:http, the same SQL)`,
         plain: "—",
         vsFloor: `${(page / median(pageFloor)).toFixed(2)}×`,
         vsPlain: "—",
-        target: `≤ 10× floor: ${verdict(pageOk)}`
+        target: `≤ 2× floor: ${verdict(pageOk)}`
       })
       if (!pageOk) missed.push("inbox first page")
 
