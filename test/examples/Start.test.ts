@@ -88,11 +88,13 @@ describe("npm start", () => {
         body: JSON.stringify({ action: "apply", reason: "Ship it." })
       })
       assert.strictEqual(decided.status, 200, await decided.text())
-      const wanted = `The agent's model was told: A reviewer (owner) applied ${first!.id}: Ship it.`
+      const wanted = `The agent's model was told: A reviewer (owner) applied ${first!.id}:`
       for (let i = 0; i < 100 && !out().includes(wanted); i++) await new Promise((r) => setTimeout(r, 100))
       told = out().split("\n").find((line) => line.startsWith(wanted)) ?? ""
     })
     assert.notStrictEqual(told, "", out)
+    // The reviewer's reason, once (the edit's result quotes it).
+    assert.strictEqual(told.split("Ship it.").length - 1, 1, told)
   }, 120_000)
 
   it(
