@@ -25,6 +25,7 @@ import type { Decision, DecisionAction } from "../domain/Decision.js"
 import type { PendingStoreError } from "../domain/Errors.js"
 import type { PendingRecord } from "../domain/PendingRecord.js"
 import type { ReviewerResponse } from "../domain/ReviewerResponse.js"
+import type { ActionRecords } from "./ActionRecords.js"
 
 /**
  * Durable decisions: recorded, requested, completed once. A part of `PendingStore` (0.4): hold it to depend on this concern only.
@@ -173,6 +174,16 @@ export declare namespace DecisionRequests {
     readonly completeDecision: (
       input: DecisionRequests.CompleteDecisionInput
     ) => Effect.Effect<boolean, PendingStoreError>
+    /**
+     * Settles a claimed action (as `ActionRecords.settle`) and completes its requested decision `done` with
+     * `decision.outcome`, by `decision.by`, at the settle's `now`: the completion only when the settle took effect.
+     * `settled: false` when the claim is no longer held (nothing changed), `completed: false` when the decision was
+     * completed already. One statement on Postgres; one transaction on SQLite.
+     */
+    readonly settleDeciding: (
+      settle: ActionRecords.SettleInput,
+      decision: { readonly id: string; readonly outcome: string; readonly by: string }
+    ) => Effect.Effect<{ readonly settled: boolean; readonly completed: boolean }, PendingStoreError>
     /**
      * Records a reviewer's response, in one statement: only for a record that is `pending` or `orphaned` and not
      * expired at `now`. It decides nothing: a requested decision, or another response, does not stand in its way.

@@ -65,6 +65,7 @@ import type { PendingStatus } from "../domain/PendingRecord.js"
 import type { ResolveError, ResolveParams } from "../domain/ResolveParams.js"
 import type * as ToolResult from "../domain/ToolResult.js"
 import * as ActionKind from "./ActionKind.js"
+import type { ActionRecords } from "./ActionRecords.js"
 import * as InstanceLease from "./internal/instanceLease.js"
 import * as PendingSet from "./internal/pendingSet.js"
 import * as Reconcile from "./internal/reconcile.js"
@@ -163,7 +164,13 @@ export interface ResolveOptions {
   readonly settleWith?:
     | ((
       settle: Effect.Effect<boolean, PendingStoreError>,
-      action: { readonly id: string; readonly label: string; readonly outcome: string }
+      action: {
+        readonly id: string
+        readonly label: string
+        readonly outcome: string
+        /** The store write `settle` makes (since 0.4.0: for a wrapper that makes it in a statement of its own). */
+        readonly settle: ActionRecords.SettleInput
+      }
     ) => Effect.Effect<boolean, PendingStoreError>)
     | undefined
 }

@@ -36,7 +36,7 @@ import * as Stream from "effect/Stream"
 import { signalling } from "../services/internal/storeSignals.js"
 import { PendingStore, type PendingStoreError } from "../services/PendingStore.js"
 import { makeSqlStore } from "./internal/sqlContext.js"
-import { makeInbox } from "./internal/sqlInbox.js"
+import { makeInbox, settleDeciding } from "./internal/sqlInbox.js"
 import { makeRecords } from "./internal/sqlRecords.js"
 import { readFailed, writeFailed } from "./internal/sqlRows.js"
 import { changesChannel, migrate } from "./internal/sqlSchema.js"
@@ -84,8 +84,9 @@ const build = (
 ): PendingStore.Service => {
   const store = makeSqlStore(sql, fence)
   const inbox = makeInbox(sql, store)
+  const records = makeRecords(store)
   return PendingStore.of({
-    ...makeRecords(store),
+    ...records,
     ...makeLeases(store),
     ...makeConversations(store),
     ...makeOwners(store),
@@ -95,6 +96,7 @@ const build = (
         inbox.completeDecision(input),
         (done) => done ? Effect.succeed(true) : store.unlessFenced("completeDecision", false)
       ),
+    settleDeciding: settleDeciding(sql, store, records, inbox),
     fenced: (other) => build(sql, other, changed),
     // Beginning or committing failed: nothing was committed.
     transaction: (effect) =>

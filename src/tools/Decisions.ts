@@ -237,7 +237,7 @@ export const make = (store: PendingStore.Service): Decisions.Service => {
   const run = (decision: DecisionModel.Decision, by: string) =>
     Effect.gen(function*() {
       // Completed in the same transaction as the settle of its action (or after it, if that transaction failed).
-      const running = runningDecision(store, decision, by, Clock.currentTimeMillis)
+      const running = runningDecision(store, decision, by)
       const exit = yield* Effect.exit(resolveWith(running.params, running.options))
       if (Exit.isSuccess(exit)) {
         const message = ToolResult.textOf(exit.value)

@@ -1,8 +1,8 @@
 /**
- * An inbox decision is completed in the same transaction as the settle of its action (issue 28: fewer commits per
- * decision), on every store: the action applied once and its decision `done` with the apply's result; and when that
- * transaction fails on the decision's side, the settle is written alone and the decision completed after it, so the
- * action is never left `resolving` and never applied twice.
+ * An inbox decision is completed with the settle of its action (issue 28: fewer commits per decision;
+ * `settleDeciding`, one statement on Postgres, one transaction on SQLite), on every store: the action applied once and
+ * its decision `done` with the apply's result; and when that write fails, the settle is written alone and the
+ * decision completed after it, so the action is never left `resolving` and never applied twice.
  */
 import { assert, describe, it } from "@effect/vitest"
 import { Effect, Layer, Option, Schema } from "effect"
@@ -29,10 +29,16 @@ const setup = (layer: () => Layer.Layer<PendingStore, unknown>, failCompletions:
     const completions: Array<boolean> = []
     const store: PendingStore.Service = {
       ...inner,
-      completeDecision: (input) =>
+      // The settle with the completion (one statement on Postgres, one transaction on SQLite): fails first
+      // `failCompletions` times, changing nothing, as a dropped connection would.
+      settleDeciding: (settle, decision) =>
         failures-- > 0 ?
-          Effect.fail(new PendingStoreError({ operation: "completeDecision", detail: "the database went away" })) :
-          Effect.tap(inner.completeDecision(input), (done) => Effect.sync(() => completions.push(done)))
+          Effect.fail(new PendingStoreError({ operation: "settleDeciding", detail: "the database went away" })) :
+          Effect.tap(inner.settleDeciding(settle, decision), (done) =>
+            Effect.sync(() => completions.push(done.completed))),
+      completeDecision: (input) =>
+        Effect.tap(inner.completeDecision(input), (done) =>
+          Effect.sync(() => completions.push(done)))
     }
     const storeLayer = Layer.succeed(PendingStore, store)
     const running = yield* Effect.acquireRelease(

@@ -104,6 +104,32 @@ for (const subject of subjects(tmp.dir, pg)) {
         assert.isFalse(yield* current.settle({ id: "a", owner: "new", to: "applied", outcome: Option.none(), now }))
       }))
 
+    test("a stale owner's settleDeciding is refused: the action stays claimed, the decision requested", (store) =>
+      Effect.gen(function*() {
+        const e1 = yield* store.acquire({ session: "s1", owner: "old", now: T0 })
+        const old = store.fenced({ session: "s1", epoch: e1 })
+        yield* old.insert(record("a"))
+        yield* store.recordDecision({
+          id: "dc_fence_1",
+          actionId: "a",
+          reviewer: "ann",
+          action: "apply",
+          reason: "Go.",
+          amendment: null,
+          now: T0
+        })
+        assert.isTrue(Option.isSome(yield* old.claim({ id: "a", owner: "old", leaseUntil: T0 + 60_000, now: T0 })))
+        yield* store.acquire({ session: "s1", owner: "new", now: T0 + 1 })
+        yield* refused(
+          old.settleDeciding(
+            { id: "a", owner: "old", to: "applied", outcome: Option.some("x"), now: T0 + 2 },
+            { id: "dc_fence_1", outcome: "x", by: "old" }
+          )
+        )
+        assert.strictEqual(Option.getOrThrow(yield* store.get("a")).status, "resolving")
+        assert.strictEqual(Option.getOrThrow(yield* store.getDecision("dc_fence_1")).state, "requested")
+      }))
+
     test("a stale owner cannot mark a reviewer's response delivered; the latest owner can, once", (store) =>
       Effect.gen(function*() {
         yield* store.insert(record("a"))

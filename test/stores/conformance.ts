@@ -72,6 +72,7 @@ const expectedMethods = {
     "recordResponse",
     "requestedDecisions",
     "responses",
+    "settleDeciding",
     "undeliveredResponses"
   ],
   ChangeFeed: ["changed", "feed", "feedHead", "pruneNotes"]

@@ -1,8 +1,8 @@
 /**
  * Running a reviewer's decision, for every process that runs one (the approval inbox, a session's turn): the
- * `resolve` it makes, with the decision completed in the same transaction as the settle of its action
- * (`ResolveOptions.settleWith`): one commit for both. When that transaction fails, the settle is written alone (as
- * any resolve's) and the caller completes the decision after it.
+ * `resolve` it makes, with the decision completed with the settle of its action (`ResolveOptions.settleWith` and
+ * `DecisionRequests.settleDeciding`: one statement on Postgres, one transaction on SQLite). When that write fails,
+ * the settle is written alone (as any resolve's) and the caller completes the decision after it.
  *
  * @internal
  */
@@ -18,17 +18,17 @@ import type { PendingStore } from "../PendingStore.js"
 export const outcomeMax = 4_000
 
 /**
- * How a process runs a reviewer's `decision` (by `by`, on `now`'s clock): the `resolve` parameters and options that
- * run it (the reviewer's amendment for an apply, and a `settleWith` that completes the decision `done`, with the
- * apply's result, in the same transaction as the settle of its action), and, once it ran, `completed()`: the
+ * How a process runs a reviewer's `decision` (by `by`): the `resolve` parameters and options that run it (the
+ * reviewer's amendment for an apply, and a `settleWith` that completes the decision `done`, with the apply's result,
+ * with the settle of its action: `PendingStore.settleDeciding`, one statement on Postgres), and, once it ran,
+ * `completed()`: the
  * decision as that transaction completed it (`none` when another process had completed it first), or `undefined`
  * when it did not get to (the transaction failed and the settle was written alone; the caller completes it).
  */
 export const runningDecision = (
   store: PendingStore.Service,
   decision: Decision,
-  by: string,
-  now: Effect.Effect<number>
+  by: string
 ): {
   readonly params: ResolveParams
   readonly options: ResolveOptions
@@ -38,17 +38,19 @@ export const runningDecision = (
   const settleWith: NonNullable<ResolveOptions["settleWith"]> = (settle, action) => {
     if (action.id !== decision.actionId) return settle
     const outcome = capText(action.outcome, outcomeMax)
-    const both = Effect.flatMap(settle, (settled) =>
-      settled ?
-        Effect.flatMap(now, (at) =>
-          Effect.map(store.completeDecision({ id: decision.id, state: "done", outcome, by, now: at }), (done) => {
-            completed = done ?
-              Option.some({ ...decision, state: "done", outcome, settledAt: at, settledBy: by }) :
-              Option.none()
-            return true
-          })) :
-        Effect.succeed(false))
-    return Effect.catchAll(store.transaction(both), () => {
+    const at = action.settle.now
+    const both = Effect.map(
+      store.settleDeciding(action.settle, { id: decision.id, outcome, by }),
+      ({ completed: done, settled }) => {
+        if (settled) {
+          completed = done ?
+            Option.some({ ...decision, state: "done", outcome, settledAt: at, settledBy: by }) :
+            Option.none()
+        }
+        return settled
+      }
+    )
+    return Effect.catchAll(both, () => {
       completed = undefined
       return settle
     })

@@ -7,6 +7,7 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
+import type { PendingStoreError } from "../../domain/Errors.js"
 import { isTerminal, type PendingEvent, type PendingRecord, type PendingStatus } from "../../domain/PendingRecord.js"
 import {
   checkAcquire,
@@ -23,6 +24,7 @@ import { deepFreeze, makeMemoryInboxState, memoryInbox } from "./memoryInbox.js"
 import {
   badCursor,
   checkClaim,
+  checkComplete,
   checkHeartbeat,
   checkPage,
   checkPrune,
@@ -306,6 +308,19 @@ export const makeMemory = (): PendingStore.Service => {
     fenced: (fence) => fencedMemory(store, fence, () => owners.get(fence.session)?.epoch),
     // Each write is atomic on its own; nothing is rolled back.
     transaction: (effect) => effect,
+    settleDeciding: (settle, decision) =>
+      Effect.suspend(() => {
+        const completion = { ...decision, state: "done" as const, now: settle.now }
+        const problem = checkSettle(settle) ?? checkComplete(completion)
+        if (problem !== undefined) return Effect.fail(invalidInput("settleDeciding", problem))
+        return Effect.flatMap(store.settle(settle), (settled): Effect.Effect<
+          { readonly settled: boolean; readonly completed: boolean },
+          PendingStoreError
+        > =>
+          settled ?
+            Effect.map(store.completeDecision(completion), (completed) => ({ settled, completed })) :
+            Effect.succeed({ settled, completed: false }))
+      }),
     insert,
     get: (id) => Effect.sync(() => Option.fromNullable(records.get(id))),
     list: (session) => Effect.sync(() => sorted(bySession.get(session))),

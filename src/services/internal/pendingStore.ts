@@ -150,6 +150,7 @@ export const fencedWrites = [
   "saveConversation",
   "logSession",
   "completeDecision",
+  "settleDeciding",
   "markDelivered"
 ] as const
 
@@ -163,6 +164,7 @@ export const feedWrites: ReadonlySet<string> = new Set([
   "snooze",
   "recordDecision",
   "completeDecision",
+  "settleDeciding",
   "recordResponse",
   "markDelivered"
 ])
@@ -494,4 +496,7 @@ export const maxNotesPrune = 10_000
 
 /** The methods of a `PendingStore` that serve the approval inbox (each store builds them apart): its parts
  * `InboxQueries` and `DecisionRequests`, and `ChangeFeed` but its signal. */
-export type InboxMethods = InboxQueries.Service & DecisionRequests.Service & Omit<ChangeFeed.Service, "changed">
+export type InboxMethods =
+  & InboxQueries.Service
+  & Omit<DecisionRequests.Service, "settleDeciding">
+  & Omit<ChangeFeed.Service, "changed">

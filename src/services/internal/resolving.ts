@@ -92,16 +92,17 @@ const settleStore = (
   s.store === undefined ? Effect.void : Effect.matchCauseEffect(
     Effect.retry(
       Effect.suspend(() => {
-        const settle = s.store!.settle({
+        const input: ActionRecords.SettleInput = {
           id: entry.id,
           owner: s.owner,
           to,
           outcome: Option.fromNullable(outcome),
           now: s.now()
-        })
+        }
+        const settle = s.store!.settle(input)
         return settleWith === undefined ?
           settle :
-          settleWith(settle, { id: entry.id, label: entry.label, outcome: outcome ?? "" })
+          settleWith(settle, { id: entry.id, label: entry.label, outcome: outcome ?? "", settle: input })
       }),
       storeRetry
     ),

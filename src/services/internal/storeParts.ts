@@ -46,6 +46,7 @@ export const partKeys = {
     "decisions",
     "requestedDecisions",
     "completeDecision",
+    "settleDeciding",
     "recordResponse",
     "responses",
     "undeliveredResponses",

@@ -5,11 +5,13 @@
  * @internal
  */
 import * as SqlClient from "@effect/sql/SqlClient"
+import { SqlError } from "@effect/sql/SqlError"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { Decision } from "../../domain/Decision.js"
 import type { PendingStatus } from "../../domain/PendingRecord.js"
 import { openStatuses } from "../../domain/PendingRecord.js"
+import type { ActionRecords } from "../../services/ActionRecords.js"
 import { badCursor, type InboxMethods, recordCursor } from "../../services/internal/pendingStore.js"
 import {
   amendmentJson,
@@ -20,6 +22,7 @@ import {
   checkFeed,
   checkIds,
   checkRequested,
+  checkSettle,
   checkSnooze,
   maxNotesPrune
 } from "../../services/internal/pendingStore.js"
@@ -34,6 +37,7 @@ import {
 import type { SqlStore } from "./sqlContext.js"
 import { makeResponses } from "./sqlResponses.js"
 import { rawMillis, recordColumns, type RecordRow, rowReader, seqOf, toRecord } from "./sqlRows.js"
+import { writeFailed } from "./sqlRows.js"
 import { openCondition, snoozedCondition } from "./sqlSchema.js"
 import { readText } from "./sqlText.js"
 
@@ -435,3 +439,66 @@ export const makeInbox = (sql: SqlClient.SqlClient, helpers: Helpers): InboxMeth
       })
   }
 }
+
+/** What `settleDeciding` did. */
+type Settled = { readonly settled: boolean; readonly completed: boolean }
+
+/**
+ * `settleDeciding`: on Postgres one statement, the settle and the decision's completion as two data-modifying
+ * `WITH` parts (the completion only when the settle took effect); on SQLite, whose `WITH` holds only a `SELECT`, the
+ * two in one transaction.
+ */
+export const settleDeciding = (
+  sql: SqlClient.SqlClient,
+  store: Pick<SqlStore, "owns" | "unlessFenced" | "write">,
+  records: Pick<ActionRecords.Service, "settle">,
+  inbox: Pick<InboxMethods, "completeDecision">
+) =>
+(
+  settle: ActionRecords.SettleInput,
+  decision: { readonly id: string; readonly outcome: string; readonly by: string }
+): Effect.Effect<Settled, PendingStoreError> =>
+  Effect.suspend(() => {
+    const completion = { ...decision, state: "done" as const, now: settle.now }
+    const problem = checkSettle(settle) ?? checkComplete(completion)
+    if (problem !== undefined) return Effect.fail(invalidInput("settleDeciding", problem))
+    const { owns, unlessFenced, write } = store
+    return sql.onDialectOrElse({
+      pg: () => {
+        const statement = sql<{ readonly settled: unknown; readonly completed: unknown }>`WITH s AS (
+            UPDATE effect_resolve_pending
+            SET status = ${settle.to}, owner = NULL, lease_until = NULL, updated_at = ${settle.now},
+              outcome = ${Option.getOrNull(settle.outcome)}
+            WHERE id = ${settle.id} AND status = 'resolving' AND owner = ${settle.owner} ${owns}
+            RETURNING id
+          ), d AS (
+            UPDATE effect_resolve_decisions
+            SET state = 'done', outcome = ${decision.outcome}, settled_at = ${settle.now}, settled_by = ${decision.by}
+            WHERE id = ${decision.id} AND state = 'requested' AND EXISTS (SELECT 1 FROM s)
+            RETURNING id
+          )
+          SELECT (SELECT count(*) FROM s) AS settled, (SELECT count(*) FROM d) AS completed`
+        return Effect.flatMap(write("settleDeciding", statement.withoutTransform), ([row]): Effect.Effect<
+          Settled,
+          PendingStoreError
+        > => {
+          const settled = seqOf(row?.settled ?? 0) > 0
+          const completed = seqOf(row?.completed ?? 0) > 0
+          return settled ?
+            Effect.succeed({ settled, completed }) :
+            unlessFenced("settleDeciding", { settled, completed })
+        })
+      },
+      orElse: () =>
+        Effect.catchIf(
+          sql.withTransaction(
+            Effect.flatMap(records.settle(settle), (settled): Effect.Effect<Settled, PendingStoreError> =>
+              settled ?
+                Effect.map(inbox.completeDecision(completion), (completed) => ({ settled, completed })) :
+                Effect.succeed({ settled, completed: false }))
+          ),
+          (error): error is SqlError => error instanceof SqlError,
+          (error) => Effect.fail(writeFailed("settleDeciding")(error))
+        )
+    })
+  })

@@ -424,6 +424,54 @@ export const inboxConformance = (test: PartTest): void => {
         deepStrictEqual(yield* ids({ limit: 10, sessions: ["s1"] }), [])
       }))
 
+    test("settleDeciding: the settle and the decision's completion together, the completion only after a settle", (store) =>
+      Effect.gen(function*() {
+        yield* store.insert(record("a"))
+        yield* store.insert(record("b"))
+        yield* decide(store, "a", 1)
+        yield* decide(store, "b", 2)
+        for (const id of ["a", "b"]) yield* store.claim({ id, owner: "o", leaseUntil: T0 + 1_000, now: T0 + 1 })
+        const settle = (id: string, owner = "o") => ({
+          id,
+          owner,
+          to: "applied" as const,
+          outcome: Option.some(`Applied ${id}.`),
+          now: T0 + 7
+        })
+        // Another owner's settle changes nothing: neither settled nor completed.
+        deepStrictEqual(
+          yield* store.settleDeciding(settle("a", "x"), { id: "dc_test_1", outcome: "x", by: "w" }),
+          { settled: false, completed: false }
+        )
+        strictEqual((yield* store.decisions("a"))[0]!.state, "requested")
+        deepStrictEqual(
+          yield* store.settleDeciding(settle("a"), { id: "dc_test_1", outcome: "Applied a.", by: "w" }),
+          { settled: true, completed: true }
+        )
+        const [done] = yield* store.decisions("a")
+        deepStrictEqual([done!.state, done!.outcome, done!.settledAt, done!.settledBy], [
+          "done",
+          "Applied a.",
+          T0 + 7,
+          "w"
+        ])
+        strictEqual(Option.getOrThrow(yield* store.get("a")).status, "applied")
+        // A decision completed already: the settle still takes effect.
+        yield* store.completeDecision({ id: "dc_test_2", state: "failed", outcome: "gone", by: "x", now: T0 + 2 })
+        deepStrictEqual(
+          yield* store.settleDeciding(settle("b"), { id: "dc_test_2", outcome: "Applied b.", by: "w" }),
+          { settled: true, completed: false }
+        )
+        deepStrictEqual((yield* store.decisions("b")).map((d) => [d.state, d.outcome]), [["failed", "gone"]])
+        strictEqual(Option.getOrThrow(yield* store.get("b")).status, "applied")
+        // Bad input changes nothing.
+        strictEqual(
+          (yield* storeError(store.settleDeciding({ ...settle("a"), now: -1 }, { id: "x", outcome: "", by: "w" })))
+            .operation,
+          "settleDeciding"
+        )
+      }))
+
     test("pruning a settled record removes its decisions too", (store) =>
       Effect.gen(function*() {
         yield* store.insert(record("a"))
