@@ -242,11 +242,15 @@ export const make = (store: PendingStore.Service): Decisions.Service => {
       if (Exit.isSuccess(exit)) {
         const message = ToolResult.textOf(exit.value)
         const completed = running.completed()
-        // `none`: another process completed it first, as done: it ran once, here.
-        const decided = completed === undefined ?
-          yield* complete(decision, "done", message, by) :
-          Option.getOrElse(completed, (): DecisionModel.Decision => ({ ...decision, state: "done", outcome: message }))
-        return ended(decided, "done", message)
+        if (completed === undefined) return ended(yield* complete(decision, "done", message, by), "done", message)
+        if (Option.isSome(completed)) return ended(completed.value, "done", message)
+        // Another process completed it first (it ran once, here): the decision as that one stored it.
+        const stored = yield* store.getDecision(decision.id)
+        return ended(
+          Option.getOrElse(stored, () => ({ ...decision, state: "done", outcome: message })),
+          "done",
+          message
+        )
       }
       const failure = Cause.failureOption(exit.cause)
       if (Option.isNone(failure)) {
