@@ -44,6 +44,7 @@ import {
   stage,
   ToolResult
 } from "../dist/index.js"
+import { changesChannel } from "../dist/stores/internal/sqlSchema.js"
 import * as PostgresStore from "../dist/stores/PostgresStore.js"
 import * as SqliteStore from "../dist/stores/SqliteStore.js"
 import { type Availability, freshSchema } from "../test/support/postgres.js"
@@ -137,6 +138,29 @@ const subjectSample = (
 export interface EventFigures {
   readonly rows: ReadonlyArray<Row>
   readonly missed: ReadonlyArray<string>
+}
+
+/** Interleaves `samples` runs of the subject and two floors; their medians in ms. */
+const interleave3 = async (
+  samples: number,
+  subject: (i: number) => Promise<number>,
+  floor: (i: number) => Promise<number>,
+  other: (i: number) => Promise<number>
+) => {
+  const a: Array<number> = []
+  const b: Array<number> = []
+  const c: Array<number> = []
+  for (let i = 0; i < 5; i++) {
+    await subject(-1 - i)
+    await floor(-1 - i)
+    await other(-1 - i)
+  }
+  for (let i = 0; i < samples; i++) {
+    a.push(await subject(i))
+    b.push(await floor(i))
+    c.push(await other(i))
+  }
+  return { value: median(a), floor: median(b), other: median(c) }
 }
 
 /** Interleaves `samples` runs of the subject and the floor; their medians in ms. */
@@ -281,8 +305,11 @@ const Handlers = Tools.toLayer({
  * The idle owner's figure, Postgres: a durable session (its own pool) stages a preview, then waits in
  * `TurnDriver.awaitDecision`; a decision recorded through another pool wakes it, and it runs again: the decision
  * (claim, apply, settle, complete) and the model request that tells the model. Timed from the reviewer's call to that
- * request. The floor, by hand on the same two pools: the decision's row inserted with `pg_notify`; the owner's
- * `LISTEN`, then the same statements (read the requested decision, claim, settle, complete it), then the request.
+ * request. The floor, by hand on the same two pools and the store's own tables: the decision recorded by the
+ * store's statement (its note notifies); the owner's `LISTEN` on the store's channel, then the statements the owner
+ * sends (the feed, the watched record with its requested decision, the session's requested decisions, the claim,
+ * the settle with the completion, the open records, the responses not yet delivered), then the request. A shorter
+ * path on bare tables (four statements) is measured too and named in the row's figure.
  */
 const idleOwnerFigure = async (url: string, samples: number) => {
   const turns = samples + 5
@@ -314,6 +341,8 @@ const idleOwnerFigure = async (url: string, samples: number) => {
     )
   )
   const reviewer = ManagedRuntime.make(PostgresStore.layerClient({ url, maxConnections: 2 }))
+  // The same path by hand has a pool of its own, as the owner has (its LISTEN is its own).
+  const sameOwner = ManagedRuntime.make(PostgresStore.layerClient({ url, maxConnections: 3 }))
   try {
     const subject = async () => {
       const { id, waiting } = await owner.runPromise(Effect.gen(function*() {
@@ -392,12 +421,111 @@ const idleOwnerFigure = async (url: string, samples: number) => {
       )
       return (await requested) - start
     }
-    const figures = await interleave(samples, subject, floor)
+    // The same path by hand, on the store's own tables (their triggers, indexes and notification): the reviewer's
+    // decision recorded by the store's statement; the owner's LISTEN on the store's channel, then the statements
+    // the owner sends: the feed after its position, the watched record with its requested decision, the session's
+    // requested decisions, the claim, the settle with the decision's completion (one statement), the open records
+    // and the responses not yet delivered; then the request.
+    let sameHeard: ((at: number) => void) | undefined
+    let watched = ""
+    // Only while its own sample runs: it reads nothing while the subject's runs (the same channel wakes it).
+    let active = false
+    const position = { journal: 0, notes: 0 }
+    const open = "status IN ('pending', 'resolving', 'orphaned', 'conflict')"
+    const sameListener = await sameOwner.runPromise(Effect.gen(function*() {
+      const sql = yield* SqlClient.SqlClient
+      const [head] = yield* sql<{ readonly journal: unknown; readonly notes: unknown }>`SELECT
+        (SELECT COALESCE(max(seq), 0) FROM effect_resolve_events) AS journal,
+        (SELECT COALESCE(max(seq), 0) FROM effect_resolve_notes) AS notes`
+      position.journal = Number(head!.journal)
+      position.notes = Number(head!.notes)
+      const wake = Effect.gen(function*() {
+        if (!active) return
+        const changes = yield* sql<{ readonly source: string; readonly seq: unknown; readonly action_id: string }>`
+          SELECT * FROM (SELECT 'journal' AS source, seq, action_id FROM effect_resolve_events
+            WHERE seq > ${position.journal} ORDER BY seq LIMIT 1000) j
+          UNION ALL SELECT * FROM (SELECT 'notes' AS source, seq, action_id FROM effect_resolve_notes
+            WHERE seq > ${position.notes} ORDER BY seq LIMIT 1000) n`
+        let relevant = false
+        for (const change of changes) {
+          if (change.source === "journal") position.journal = Math.max(position.journal, Number(change.seq))
+          else position.notes = Math.max(position.notes, Number(change.seq))
+          if (change.action_id === watched) relevant = true
+        }
+        if (!relevant) return
+        const [listed] = yield* sql<{ readonly d_id: string | null }>`SELECT p.*, d.id AS d_id, d.state AS d_state
+          FROM effect_resolve_pending p LEFT JOIN effect_resolve_decisions d
+            ON d.action_id = p.id AND d.state = 'requested' WHERE p.id IN (${watched})`
+        if (listed?.d_id === null || listed === undefined) return
+        const now = Date.now()
+        const requested = yield* sql<{ readonly d_id: string; readonly id: string }>`SELECT p.*, d.id AS d_id
+          FROM effect_resolve_decisions d JOIN effect_resolve_pending p ON p.id = d.action_id
+          WHERE d.state = 'requested' AND d.session IN ('floor-owner') ORDER BY d.requested_at, d.seq LIMIT 20`
+        for (const decision of requested) {
+          yield* sql`UPDATE effect_resolve_pending SET status = 'resolving', attempts = attempts + 1,
+            owner = 'floor', lease_until = ${now + 60_000}, updated_at = ${now}
+            WHERE id = ${decision.id} AND status = 'pending' AND (expires_at IS NULL OR expires_at > ${now})
+            RETURNING *`
+          yield* sql`WITH s AS (
+              UPDATE effect_resolve_pending SET status = 'applied', owner = NULL, lease_until = NULL,
+                updated_at = ${now}, outcome = 'Noted.'
+              WHERE id = ${decision.id} AND status = 'resolving' AND owner = 'floor' RETURNING id
+            ), d AS (
+              UPDATE effect_resolve_decisions SET state = 'done', outcome = 'Noted.', settled_at = ${now},
+                settled_by = 'floor'
+              WHERE id = ${decision.d_id} AND state = 'requested' AND EXISTS (SELECT 1 FROM s) RETURNING id
+            )
+            SELECT (SELECT count(*) FROM s) AS settled, (SELECT count(*) FROM d) AS completed`
+        }
+        yield* sql`SELECT * FROM effect_resolve_pending WHERE session = 'floor-owner' AND ${sql.literal(open)}
+          ORDER BY created_at, seq`
+        yield* sql`SELECT * FROM effect_resolve_responses WHERE session = 'floor-owner' AND delivered_at IS NULL
+          ORDER BY seq LIMIT 20`
+        // The model request.
+        sameHeard?.(performance.now())
+      })
+      const fiber = yield* Effect.forkDaemon(Stream.runForEach(listenTo(sql, changesChannel), () => wake))
+      yield* Effect.sleep("200 millis")
+      return fiber
+    }))
+    const same = async (i: number) => {
+      const id = `pa_floor_${i + 10}`
+      watched = id
+      const now = Date.now()
+      await sameOwner.runPromise(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) =>
+            sql`INSERT INTO effect_resolve_pending (id, session, kind, label, source_tool_name, stager, preview, payload,
+          status, attempts, created_at, updated_at) VALUES (${id}, 'floor-owner', 'closure', 'Note', 'note', NULL,
+          'n', 'null', 'pending', 0, ${now}, ${now})`
+        )
+      )
+      await new Promise((resolve) => setTimeout(resolve, 20))
+      const requested = new Promise<number>((resolve) => (sameHeard = resolve))
+      active = true
+      const start = performance.now()
+      await reviewer.runPromise(
+        Effect.flatMap(
+          SqlClient.SqlClient,
+          (sql) =>
+            sql`INSERT INTO effect_resolve_decisions (id, action_id, session, reviewer, action, reason, amendment, state,
+            requested_at)
+          SELECT ${`dc_floor_${i + 10}`}, id, session, 'bench', 'apply', 'Go ahead.', 'null', 'requested', ${now}
+          FROM effect_resolve_pending WHERE id = ${id} AND status IN ('pending', 'orphaned')
+          ON CONFLICT DO NOTHING RETURNING id`
+        )
+      )
+      return (await requested) - start
+    }
+    const figures = await interleave3(samples, subject, same, floor)
     await owner.runPromise(Fiber.interrupt(listener))
+    await sameOwner.runPromise(Fiber.interrupt(sameListener))
     return figures
   } finally {
     await owner.dispose()
     await reviewer.dispose()
+    await sameOwner.dispose()
   }
 }
 
@@ -500,8 +628,8 @@ export const eventFigures = async (options: {
     rows.push(row(
       "decision → idle owner's request",
       "a decision → the idle owner (TurnDriver.awaitDecision, another pool) wakes, runs it, and sends its next " +
-        "model request, Postgres",
-      "INSERT with pg_notify, LISTEN, the same statements by hand",
+        `model request, Postgres (a shorter path by hand, four statements on bare tables: ${ms(idle.other)})`,
+      "LISTEN, then the owner's statements by hand",
       idle,
       bound,
       verdict
