@@ -15,9 +15,9 @@
  *
  * @since 0.3.0
  */
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import { timedId } from "../internal/ids.js"
 import { EpochMillis } from "./PendingRecord.js"
 
 /**
@@ -91,7 +91,12 @@ export type Decision = typeof Decision.Type
  * @since 0.3.0
  * @category constructors
  */
-export const makeId: Effect.Effect<string> = Effect.map(Clock.currentTimeMillis, (now) => {
-  const words = globalThis.crypto.getRandomValues(new Uint32Array(2))
-  return `dc_${now.toString(36)}_${words[0]!.toString(36).padStart(7, "0")}${words[1]!.toString(36).padStart(7, "0")}`
-})
+export const makeId: Effect.Effect<string> = timedId("dc")
+
+/**
+ * Whether `id` has the form `makeId` gives.
+ *
+ * @since 0.4.0
+ * @category guards
+ */
+export const isId = (id: unknown): id is string => typeof id === "string" && /^dc_[a-z0-9_]{1,60}$/.test(id)

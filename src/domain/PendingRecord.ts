@@ -30,9 +30,9 @@
  *
  * @since 0.2.0
  */
-import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import { timedId } from "../internal/ids.js"
 
 /**
  * Where a staged action is:
@@ -212,7 +212,4 @@ export type PendingEvent = typeof PendingEvent.Type
  * @since 0.2.0
  * @category constructors
  */
-export const makeId: Effect.Effect<string> = Effect.map(Clock.currentTimeMillis, (now) => {
-  const words = globalThis.crypto.getRandomValues(new Uint32Array(2))
-  return `pa_${now.toString(36)}_${words[0]!.toString(36).padStart(7, "0")}${words[1]!.toString(36).padStart(7, "0")}`
-})
+export const makeId: Effect.Effect<string> = timedId("pa")

@@ -17,9 +17,9 @@
  *
  * @since 0.4.0
  */
-import * as Clock from "effect/Clock"
-import * as Effect from "effect/Effect"
+import type * as Effect from "effect/Effect"
 import * as Schema from "effect/Schema"
+import { timedId } from "../internal/ids.js"
 import { EpochMillis } from "./PendingRecord.js"
 
 /**
@@ -57,10 +57,7 @@ export type ReviewerResponse = typeof ReviewerResponse.Type
  * @since 0.4.0
  * @category constructors
  */
-export const makeId: Effect.Effect<string> = Effect.map(Clock.currentTimeMillis, (now) => {
-  const words = globalThis.crypto.getRandomValues(new Uint32Array(2))
-  return `rs_${now.toString(36)}_${words[0]!.toString(36).padStart(7, "0")}${words[1]!.toString(36).padStart(7, "0")}`
-})
+export const makeId: Effect.Effect<string> = timedId("rs")
 
 /**
  * Whether `id` has the form `makeId` gives.

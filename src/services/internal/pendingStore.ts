@@ -4,8 +4,10 @@
  * `PendingStoreError`). Hand-written rather than Schema-decoded: they run on every staged action's hot path.
  */
 import type * as Option from "effect/Option"
+import * as Decision from "../../domain/Decision.js"
 import type { PendingRecord, PendingStatus } from "../../domain/PendingRecord.js"
 import { isPendingStatus, isTerminal } from "../../domain/PendingRecord.js"
+import * as ReviewerResponse from "../../domain/ReviewerResponse.js"
 import type { ChangeFeed } from "../ChangeFeed.js"
 import type { DecisionRequests } from "../DecisionRequests.js"
 import type { InboxQueries } from "../InboxQueries.js"
@@ -356,7 +358,7 @@ export const checkDecision = (
   }
 ): string | undefined => {
   if (typeof input !== "object" || input === null) return "the decision must be an object"
-  if (!isText(input.id) || !/^dc_[a-z0-9_]{1,60}$/.test(input.id)) {
+  if (!Decision.isId(input.id)) {
     return "id must be a decision id (Decision.makeId: dc_<time>_<random>)"
   }
   if (!isText(input.actionId) || input.actionId.length === 0) return "actionId must be a non-empty string"
@@ -386,7 +388,7 @@ export const checkResponse = (
   }
 ): string | undefined => {
   if (typeof input !== "object" || input === null) return "the response must be an object"
-  if (!isText(input.id) || !/^rs_[a-z0-9_]{1,60}$/.test(input.id)) {
+  if (!ReviewerResponse.isId(input.id)) {
     return "id must be a response id (ReviewerResponse.makeId: rs_<time>_<random>)"
   }
   if (!isText(input.actionId) || input.actionId.length === 0) return "actionId must be a non-empty string"
