@@ -96,7 +96,7 @@ const build = (
         inbox.completeDecision(input),
         (done) => done ? Effect.succeed(true) : store.unlessFenced("completeDecision", false)
       ),
-    settleDeciding: settleDeciding(sql, store, records, inbox),
+    settleDeciding: settleDeciding(store, records, inbox),
     fenced: (other) => build(sql, other, changed),
     // Beginning or committing failed: nothing was committed.
     transaction: (effect) =>

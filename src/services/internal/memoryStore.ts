@@ -7,7 +7,6 @@ import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
-import type { PendingStoreError } from "../../domain/Errors.js"
 import { isTerminal, type PendingEvent, type PendingRecord, type PendingStatus } from "../../domain/PendingRecord.js"
 import {
   checkAcquire,
@@ -35,7 +34,8 @@ import {
   eventCursor,
   fencedWrites,
   payloadJson,
-  recordCursor
+  recordCursor,
+  settleThenComplete
 } from "./pendingStore.js"
 import { signalling } from "./storeSignals.js"
 
@@ -313,13 +313,7 @@ export const makeMemory = (): PendingStore.Service => {
         const completion = { ...decision, state: "done" as const, now: settle.now }
         const problem = checkSettle(settle) ?? checkComplete(completion)
         if (problem !== undefined) return Effect.fail(invalidInput("settleDeciding", problem))
-        return Effect.flatMap(store.settle(settle), (settled): Effect.Effect<
-          { readonly settled: boolean; readonly completed: boolean },
-          PendingStoreError
-        > =>
-          settled ?
-            Effect.map(store.completeDecision(completion), (completed) => ({ settled, completed })) :
-            Effect.succeed({ settled, completed: false }))
+        return settleThenComplete(store.settle(settle), store.completeDecision(completion))
       }),
     insert,
     get: (id) => Effect.sync(() => Option.fromNullable(records.get(id))),

@@ -3,6 +3,7 @@
  * inputs with the same words. Each returns `undefined` when the input is fine, else what is wrong (the detail of a
  * `PendingStoreError`). Hand-written rather than Schema-decoded: they run on every staged action's hot path.
  */
+import * as Effect from "effect/Effect"
 import type * as Option from "effect/Option"
 import * as Decision from "../../domain/Decision.js"
 import type { PendingRecord, PendingStatus } from "../../domain/PendingRecord.js"
@@ -502,3 +503,19 @@ export type InboxMethods =
   & InboxQueries.Service
   & Omit<DecisionRequests.Service, "settleDeciding">
   & Omit<ChangeFeed.Service, "changed">
+
+/**
+ * `settleDeciding` where no single statement does it: `settle`, then, only when it settled, `complete` (what a
+ * transaction, or a store whose writes are each atomic, wraps).
+ */
+export const settleThenComplete = <E>(
+  settle: Effect.Effect<boolean, E>,
+  complete: Effect.Effect<boolean, E>
+): Effect.Effect<{ readonly settled: boolean; readonly completed: boolean }, E> =>
+  Effect.flatMap(
+    settle,
+    (settled): Effect.Effect<{ readonly settled: boolean; readonly completed: boolean }, E> =>
+      settled ?
+        Effect.map(complete, (completed) => ({ settled, completed })) :
+        Effect.succeed({ settled, completed: false })
+  )

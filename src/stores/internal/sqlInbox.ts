@@ -6,13 +6,15 @@
  */
 import * as SqlClient from "@effect/sql/SqlClient"
 import { SqlError } from "@effect/sql/SqlError"
+import type * as Statement from "@effect/sql/Statement"
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
 import type { Decision } from "../../domain/Decision.js"
 import type { PendingStatus } from "../../domain/PendingRecord.js"
 import { openStatuses } from "../../domain/PendingRecord.js"
 import type { ActionRecords } from "../../services/ActionRecords.js"
-import { badCursor, type InboxMethods, recordCursor } from "../../services/internal/pendingStore.js"
+import type { DecisionRequests } from "../../services/DecisionRequests.js"
+import { badCursor, type InboxMethods, recordCursor, settleThenComplete } from "../../services/internal/pendingStore.js"
 import {
   amendmentJson,
   checkActionQuery,
@@ -35,6 +37,7 @@ import {
   tally
 } from "../../services/PendingStore.js"
 import type { SqlStore } from "./sqlContext.js"
+import { settleUpdate } from "./sqlRecords.js"
 import { makeResponses } from "./sqlResponses.js"
 import { rawMillis, recordColumns, type RecordRow, rowReader, seqOf, toRecord } from "./sqlRows.js"
 import { writeFailed } from "./sqlRows.js"
@@ -410,10 +413,10 @@ export const makeInbox = (sql: SqlClient.SqlClient, helpers: Helpers): InboxMeth
       Effect.suspend(() => {
         const problem = checkComplete(input)
         if (problem !== undefined) return Effect.fail(invalidInput("completeDecision", problem))
-        const statement = sql<{ readonly id: string }>`UPDATE effect_resolve_decisions
-          SET state = ${input.state}, outcome = ${input.outcome}, settled_at = ${input.now}, settled_by = ${input.by}
-          WHERE id = ${input.id} AND state = 'requested' ${owns} RETURNING id`
-        return Effect.map(write("completeDecision", statement.withoutTransform), (rows) => rows.length > 0)
+        return Effect.map(
+          write("completeDecision", completeUpdate(sql, input, owns).withoutTransform),
+          (rows) => rows.length > 0
+        )
       }),
     feedHead: Effect.map(
       run(
@@ -440,6 +443,19 @@ export const makeInbox = (sql: SqlClient.SqlClient, helpers: Helpers): InboxMeth
   }
 }
 
+/**
+ * The statement that completes a requested decision (`completeDecision`), `UPDATE ... RETURNING id`; `condition`
+ * narrows it (a fenced store's, or `settleDeciding`'s "only after the settle").
+ */
+const completeUpdate = (
+  sql: SqlClient.SqlClient,
+  input: DecisionRequests.CompleteDecisionInput,
+  condition: Statement.Fragment
+) =>
+  sql<{ readonly id: string }>`UPDATE effect_resolve_decisions
+    SET state = ${input.state}, outcome = ${input.outcome}, settled_at = ${input.now}, settled_by = ${input.by}
+    WHERE id = ${input.id} AND state = 'requested' ${condition} RETURNING id`
+
 /** What `settleDeciding` did. */
 type Settled = { readonly settled: boolean; readonly completed: boolean }
 
@@ -449,8 +465,7 @@ type Settled = { readonly settled: boolean; readonly completed: boolean }
  * two in one transaction.
  */
 export const settleDeciding = (
-  sql: SqlClient.SqlClient,
-  store: Pick<SqlStore, "owns" | "unlessFenced" | "write">,
+  store: Pick<SqlStore, "sql" | "owns" | "unlessFenced" | "write">,
   records: Pick<ActionRecords.Service, "settle">,
   inbox: Pick<InboxMethods, "completeDecision">
 ) =>
@@ -462,21 +477,12 @@ export const settleDeciding = (
     const completion = { ...decision, state: "done" as const, now: settle.now }
     const problem = checkSettle(settle) ?? checkComplete(completion)
     if (problem !== undefined) return Effect.fail(invalidInput("settleDeciding", problem))
-    const { owns, unlessFenced, write } = store
+    const { sql, unlessFenced, write } = store
     return sql.onDialectOrElse({
       pg: () => {
-        const statement = sql<{ readonly settled: unknown; readonly completed: unknown }>`WITH s AS (
-            UPDATE effect_resolve_pending
-            SET status = ${settle.to}, owner = NULL, lease_until = NULL, updated_at = ${settle.now},
-              outcome = ${Option.getOrNull(settle.outcome)}
-            WHERE id = ${settle.id} AND status = 'resolving' AND owner = ${settle.owner} ${owns}
-            RETURNING id
-          ), d AS (
-            UPDATE effect_resolve_decisions
-            SET state = 'done', outcome = ${decision.outcome}, settled_at = ${settle.now}, settled_by = ${decision.by}
-            WHERE id = ${decision.id} AND state = 'requested' AND EXISTS (SELECT 1 FROM s)
-            RETURNING id
-          )
+        const statement = sql<{ readonly settled: unknown; readonly completed: unknown }>`WITH
+          s AS (${settleUpdate(store, settle)}),
+          d AS (${completeUpdate(sql, completion, sql.literal("AND EXISTS (SELECT 1 FROM s)"))})
           SELECT (SELECT count(*) FROM s) AS settled, (SELECT count(*) FROM d) AS completed`
         return Effect.flatMap(write("settleDeciding", statement.withoutTransform), ([row]): Effect.Effect<
           Settled,
@@ -491,12 +497,7 @@ export const settleDeciding = (
       },
       orElse: () =>
         Effect.catchIf(
-          sql.withTransaction(
-            Effect.flatMap(records.settle(settle), (settled): Effect.Effect<Settled, PendingStoreError> =>
-              settled ?
-                Effect.map(inbox.completeDecision(completion), (completed) => ({ settled, completed })) :
-                Effect.succeed({ settled, completed: false }))
-          ),
+          sql.withTransaction(settleThenComplete(records.settle(settle), inbox.completeDecision(completion))),
           (error): error is SqlError => error instanceof SqlError,
           (error) => Effect.fail(writeFailed("settleDeciding")(error))
         )

@@ -27,6 +27,20 @@ import { type EventRow, pageOf, rawMillis, type RecordRow, seqOf, toEvent, toRec
 import { openCondition } from "./sqlSchema.js"
 import { readText, Verbatim } from "./sqlText.js"
 
+/**
+ * The statement that ends a claim (`settle`), `UPDATE ... RETURNING id`: also a part of `settleDeciding`'s statement
+ * on Postgres.
+ */
+export const settleUpdate = (
+  { owns, sql }: Pick<SqlStore, "sql" | "owns">,
+  input: ActionRecords.SettleInput
+) =>
+  sql<{ readonly id: string }>`UPDATE effect_resolve_pending
+    SET status = ${input.to}, owner = NULL, lease_until = NULL, updated_at = ${input.now},
+      outcome = ${Option.getOrNull(input.outcome)}
+    WHERE id = ${input.id} AND status = 'resolving' AND owner = ${input.owner} ${owns}
+    RETURNING id`
+
 /** The records and claims of the store `store` holds. */
 export const makeRecords = (store: SqlStore): ActionRecords.Service => {
   const { sql, fence, columns, settled, owns, whereOwns, unlessFenced, run, read, write } = store
@@ -78,13 +92,8 @@ export const makeRecords = (store: SqlStore): ActionRecords.Service => {
     Effect.suspend(() => {
       const problem = checkSettle(input)
       if (problem !== undefined) return Effect.fail(invalidInput("settle", problem))
-      const statement = sql<{ readonly id: string }>`UPDATE effect_resolve_pending
-          SET status = ${input.to}, owner = NULL, lease_until = NULL, updated_at = ${input.now},
-            outcome = ${Option.getOrNull(input.outcome)}
-          WHERE id = ${input.id} AND status = 'resolving' AND owner = ${input.owner} ${owns}
-          RETURNING id`
       return Effect.flatMap(
-        write("settle", statement.withoutTransform),
+        write("settle", settleUpdate(store, input).withoutTransform),
         (rows) => rows.length > 0 ? Effect.succeed(true) : unlessFenced("settle", false)
       )
     })
