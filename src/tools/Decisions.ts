@@ -119,6 +119,15 @@ export declare namespace Decisions {
     ) => Effect.Effect<Decisions.Ran, PendingStoreError>
     /** Tells the session's model, in its next request, what a reviewer decided: a hidden steering message. */
     readonly tell: (decision: DecisionModel.Decision) => Effect.Effect<void, never, SteeringBus>
+    /**
+     * Passes a reviewer's response to the session's model, in its next request: a hidden steering message whose
+     * `steerId` is the response's id (the request that carries it holds the id, so a save can mark it delivered).
+     * `stillPending: false` for an action settled since the response.
+     */
+    readonly passOn: (
+      response: ReviewerResponse.ReviewerResponse,
+      stillPending: boolean
+    ) => Effect.Effect<void, never, SteeringBus>
   }
 }
 
@@ -296,6 +305,18 @@ export const make = (store: PendingStore.Service): Decisions.Service => {
           customType: decisionMessageType,
           content: decisionText(decision),
           details: { decision: decision.id, action: decision.actionId, reviewer: decision.reviewer }
+        })).pipe(Effect.asVoid),
+    passOn: (response, stillPending) =>
+      Effect.flatMap(SteeringBus, (bus) =>
+        bus.steer({
+          customType: responseMessageType,
+          content: responseText(response, stillPending),
+          details: {
+            steerId: response.id,
+            response: response.id,
+            action: response.actionId,
+            reviewer: response.reviewer
+          }
         })).pipe(Effect.asVoid)
   })
 }

@@ -21,31 +21,27 @@ import * as Option from "effect/Option"
 import * as Ref from "effect/Ref"
 import type { Decision } from "../../domain/Decision.js"
 import { isTerminal } from "../../domain/PendingRecord.js"
-import type { ReviewerResponse } from "../../domain/ReviewerResponse.js"
-import type { SteerInput } from "../../domain/SteeringMessage.js"
 import type { PendingActionInfo } from "../../services/PendingActions.js"
 import type { PendingStore } from "../../services/PendingStore.js"
 import { SteeringBus } from "../../services/SteeringBus.js"
-import { make as decisionsOn, responseMessageType, responseText } from "../../tools/Decisions.js"
+import { type Decisions, make as decisionsOn } from "../../tools/Decisions.js"
 import type { Session } from "./session.js"
 import { steerIdOf, steerIdsIn } from "./steerIds.js"
 
 /** Requested decisions read per turn (more wait for the next turn). */
 const batch = 20
 
-const responseSteering = (response: ReviewerResponse, stillPending: boolean): SteerInput => ({
-  customType: responseMessageType,
-  content: responseText(response, stillPending),
-  // The id travels with the request that carries it: the save after it marks the response delivered.
-  details: { steerId: response.id, response: response.id, action: response.actionId, reviewer: response.reviewer }
-})
-
 /**
  * Steers the session's responses not yet delivered, each once: not one queued already (on the bus, or carried from
  * a failed request or the saved state), nor one the conversation holds (a save that could not mark it delivered:
  * marked now).
  */
-const passOnResponses = (session: Session, store: PendingStore.Service, open: ReadonlySet<string>) =>
+const passOnResponses = (
+  session: Session,
+  store: PendingStore.Service,
+  decisions: Decisions.Service,
+  open: ReadonlySet<string>
+) =>
   Effect.gen(function*() {
     const waiting = yield* store.undeliveredResponses({ session: session.id, limit: batch })
     if (waiting.length === 0) return
@@ -56,7 +52,12 @@ const passOnResponses = (session: Session, store: PendingStore.Service, open: Re
     const held = fresh.filter((response) => carried.has(response.id)).map((response) => response.id)
     if (held.length > 0) yield* store.markDelivered({ ids: held, now: yield* Clock.currentTimeMillis })
     for (const response of fresh) {
-      if (!carried.has(response.id)) yield* session.bus.steer(responseSteering(response, open.has(response.actionId)))
+      if (carried.has(response.id)) continue
+      yield* Effect.provideService(
+        decisions.passOn(response, open.has(response.actionId)),
+        SteeringBus,
+        session.bus
+      )
     }
   })
 
@@ -100,7 +101,7 @@ export const pickUp = (session: Session): Effect.Effect<Option.Option<ReadonlyAr
       }
       told.push(...ran.values())
       for (const decision of told) yield* Effect.provideService(decisions.tell(decision), SteeringBus, session.bus)
-      yield* passOnResponses(session, store, open)
+      yield* passOnResponses(session, store, decisions, open)
       return Option.some(openNow)
     }).pipe(
       Effect.catchAllCause((cause) =>

@@ -26,6 +26,7 @@ import { capText } from "../../internal/render.js"
 import * as ResolveRuntime from "../../layers/ResolveRuntime.js"
 import * as ActionKind from "../../services/ActionKind.js"
 import { PendingStore } from "../../services/PendingStore.js"
+import { make as decisionsOn } from "../../tools/Decisions.js"
 import type { DecideError, Inbox, Options } from "../Inbox.js"
 import {
   type ActionDetail,
@@ -258,8 +259,9 @@ export const make = (
         return detail
       }).pipe(Effect.withSpan("Inbox.get"))
 
-    const { decisions, leftRequested, run, settleAgainst } = Runner.make({
-      store,
+    const decisions = decisionsOn(store)
+    const { leftRequested, run, settleAgainst } = Runner.make({
+      decisions,
       runtimes,
       instance,
       scope,

@@ -16,8 +16,7 @@ import type * as DecisionModel from "../../domain/Decision.js"
 import type { PendingStoreError } from "../../domain/Errors.js"
 import type { InvalidOptions } from "../../domain/InvalidOptions.js"
 import type { PendingRecord } from "../../domain/PendingRecord.js"
-import type { PendingStore } from "../../services/PendingStore.js"
-import { type Decisions, make as decisionsOn } from "../../tools/Decisions.js"
+import type { Decisions } from "../../tools/Decisions.js"
 import type { ResolveServices } from "../../tools/Resolve.js"
 
 /** What running a decision did. */
@@ -28,9 +27,10 @@ export interface RunOutcome {
   readonly completed?: DecisionModel.Decision | undefined
 }
 
-/** What a runner needs: the store, the inbox's sessions by name, who it is, its scope and its feed's nudge. */
+/** What a runner needs: the store's decisions, the inbox's sessions by name, who it is, its scope and feed's nudge. */
 export interface RunnerOptions {
-  readonly store: PendingStore.Service
+  /** What runs and completes a decision, on the inbox's store. */
+  readonly decisions: Decisions.Service
   /** The sessions the inbox opened, by name: what `resolve` needs, and why one could not be opened. */
   readonly runtimes: RcMap.RcMap<string, Context.Context<ResolveServices>, PendingStoreError | InvalidOptions>
   readonly instance: string
@@ -61,13 +61,9 @@ const outcomeOf = (decision: DecisionModel.Decision, ran: Decisions.Ran): RunOut
     { outcome: "failed", message: ran.message, completed: ran.decision } :
     { outcome: "requested", message: requestedText(ran) }
 
-/**
- * The inbox's decision runner: `run` a requested decision, or `settleAgainst` the record it found settled; and the
- * `Decisions` it does that with (which also records decisions and responses).
- */
+/** The inbox's decision runner: `run` a requested decision, or `settleAgainst` the record it found settled. */
 export const make = (options: RunnerOptions) => {
-  const { instance, runtimes, scope, store } = options
-  const decisions = decisionsOn(store)
+  const { decisions, instance, runtimes, scope } = options
 
   /**
    * A requested decision whose action is settled: `done` when it settled as decided after the decision was made
@@ -113,5 +109,5 @@ export const make = (options: RunnerOptions) => {
       ).pipe(Effect.zipRight(Deferred.await(done)))
     })
 
-  return { decisions, leftRequested, run, settleAgainst }
+  return { leftRequested, run, settleAgainst }
 }
