@@ -7,6 +7,7 @@
  * @internal
  */
 import * as Prompt from "@effect/ai/Prompt"
+import * as Arr from "effect/Array"
 import * as Cause from "effect/Cause"
 import * as Clock from "effect/Clock"
 import * as Effect from "effect/Effect"
@@ -17,6 +18,7 @@ import * as Schema from "effect/Schema"
 import { isOwnershipLost, type PendingStoreError } from "../../domain/Errors.js"
 import * as ReviewerResponse from "../../domain/ReviewerResponse.js"
 import { SteeringMessage } from "../../domain/SteeringMessage.js"
+import { maxFilterEntries } from "../../services/internal/pendingStore.js"
 import type { PendingStore } from "../../services/PendingStore.js"
 import { directiveLabel } from "../../services/Preview.js"
 import { pickUp } from "./decisions.js"
@@ -196,20 +198,21 @@ const markResponsesDelivered = (
   store: PendingStore.Service,
   ids: ReadonlyArray<string>
 ): Effect.Effect<void> =>
-  Effect.flatMap(Clock.currentTimeMillis, (now) =>
-    Effect.forEach(
-      Array.from({ length: Math.ceil(ids.length / 100) }, (_, i) => ids.slice(i * 100, i * 100 + 100)),
-      (chunk) => store.markDelivered({ ids: chunk, now }),
-      { discard: true }
-    )).pipe(
-      Effect.catchAllCause((cause) =>
-        Effect.logWarning(
-          `effect-resolve: could not mark the reviewers' responses to session ${session.id} delivered; its next ` +
-            "turn does",
-          cause
-        )
+  Effect.flatMap(
+    Clock.currentTimeMillis,
+    (now) =>
+      Effect.forEach(Arr.chunksOf(ids, maxFilterEntries), (chunk) => store.markDelivered({ ids: chunk, now }), {
+        discard: true
+      })
+  ).pipe(
+    Effect.catchAllCause((cause) =>
+      Effect.logWarning(
+        `effect-resolve: could not mark the reviewers' responses to session ${session.id} delivered; its next ` +
+          "turn does",
+        cause
       )
     )
+  )
 
 /** Saves the session for a restart (durable sessions only); a failed save is logged, never fails the run. */
 export const persist = (session: Session): Effect.Effect<void> => {
