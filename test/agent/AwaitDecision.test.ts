@@ -3,46 +3,17 @@
  * in the same process; on Postgres, by a decision recorded through another pool (another process's store: its
  * `NOTIFY` reaches this one's `LISTEN`). The inbox's side, on a SQLite file, is in test/inbox/SessionPickup.test.ts.
  */
-import { Tool, Toolkit } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Effect, Exit, Fiber, Layer, Option, Schema, Scope } from "effect"
+import { Context, Effect, Exit, Fiber, Layer, Option, Scope } from "effect"
 import * as ScriptedModel from "../../src/agent/ScriptedModel.js"
 import { TurnDriver } from "../../src/agent/TurnDriver.js"
-import {
-  Decision,
-  DecisionRequests,
-  PendingActions,
-  PendingStoreError,
-  resolve,
-  ResolveRuntime,
-  stage,
-  ToolResult
-} from "../../src/index.js"
+import { Decision, DecisionRequests, PendingActions, resolve, ResolveRuntime } from "../../src/index.js"
 import { PostgresStore } from "../../src/postgres.js"
+import { Handlers, Tools } from "../support/noteTool.js"
 import { postgresForTests, postgresSuiteName } from "../support/pgTest.js"
 import { freshSchema } from "../support/postgres.js"
 
 const pg = await postgresForTests()
-
-const Note = Tool.make("note", {
-  parameters: { text: Schema.String },
-  success: Schema.String,
-  failure: PendingStoreError,
-  dependencies: [PendingActions]
-})
-const Tools = Toolkit.make(Note)
-const Handlers = Tools.toLayer({
-  note: ({ text }) =>
-    Effect.map(
-      stage({
-        label: `Note: ${text}`,
-        sourceToolName: "note",
-        preview: text,
-        apply: () => Effect.succeed(ToolResult.text(`Noted ${text}.`))
-      }),
-      (handle) => `Preview ${handle.id}`
-    )
-})
 
 const script: ScriptedModel.Script = [ScriptedModel.toolCall("note", { text: "one" }), "Thanks."]
 const stageOne = Effect.flatMap(

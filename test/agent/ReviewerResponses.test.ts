@@ -5,9 +5,8 @@
  * without telling the model twice. The inbox's side and the idle owner's wake-up are in
  * test/inbox/SessionPickup.test.ts.
  */
-import { Tool, Toolkit } from "@effect/ai"
 import { assert, describe, it } from "@effect/vitest"
-import { Effect, Layer, Option, Ref, Schema, Stream } from "effect"
+import { Effect, Layer, Option, Ref, Stream } from "effect"
 import * as ScriptedModel from "../../src/agent/ScriptedModel.js"
 import { TurnDriver } from "../../src/agent/TurnDriver.js"
 import {
@@ -17,30 +16,9 @@ import {
   resolve,
   ResolveRuntime,
   ReviewerResponse,
-  stage,
-  SteeringBus,
-  ToolResult
+  SteeringBus
 } from "../../src/index.js"
-
-const Note = Tool.make("note", {
-  parameters: { text: Schema.String },
-  success: Schema.String,
-  failure: PendingStoreError,
-  dependencies: [PendingActions]
-})
-const Tools = Toolkit.make(Note)
-const Handlers = Tools.toLayer({
-  note: ({ text }) =>
-    Effect.map(
-      stage({
-        label: `Note: ${text}`,
-        sourceToolName: "note",
-        preview: text,
-        apply: () => Effect.succeed(ToolResult.text(`Noted ${text}.`))
-      }),
-      (handle) => `Preview ${handle.id}`
-    )
-})
+import { Handlers, Tools } from "../support/noteTool.js"
 
 const drive = (prompt: string) =>
   Effect.flatMap(TurnDriver, (driver) => Effect.either(driver.run(prompt, { maxTurns: 1, toolkit: Tools })))

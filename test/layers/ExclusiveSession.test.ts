@@ -7,10 +7,9 @@
  * the first rename); and an edit its previous owner wrote but could not record is recovered as applied before the
  * new owner serves anything.
  */
-import { Tool, Toolkit } from "@effect/ai"
 import { NodeContext, NodePath } from "@effect/platform-node"
 import { assert, describe, it } from "@effect/vitest"
-import { Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Option, Schema, Scope } from "effect"
+import { Context, Deferred, Duration, Effect, Exit, Fiber, Layer, Option, Scope } from "effect"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll } from "vitest"
@@ -31,31 +30,12 @@ import {
 import * as SqliteStore from "../../src/stores/SqliteStore.js"
 import { tempDir } from "../stores/subjects.js"
 import * as FaultyFileSystem from "../support/FaultyFileSystem.js"
+import { Handlers, Tools } from "../support/noteTool.js"
 
 const { cleanup, dir } = tempDir()
 afterAll(cleanup)
 let files = 0
 const SESSION = "exclusive-1"
-
-const Note = Tool.make("note", {
-  parameters: { text: Schema.String },
-  success: Schema.String,
-  failure: PendingStoreError,
-  dependencies: [PendingActions]
-})
-const Tools = Toolkit.make(Note)
-const Handlers = Tools.toLayer({
-  note: ({ text }) =>
-    Effect.map(
-      stage({
-        label: `Note: ${text}`,
-        sourceToolName: "note",
-        preview: text,
-        apply: () => Effect.succeed(ToolResult.text(`Noted ${text}.`))
-      }),
-      (handle) => `Preview ${handle.id}`
-    )
-})
 
 /** One "process": an exclusive session of `SESSION` on the SQLite file `file` (its own client), in its own scope. */
 const open = (file: string, script: ScriptedModel.Script, options: { readonly lease?: Duration.Duration } = {}) =>
