@@ -140,47 +140,18 @@ export interface EventFigures {
   readonly missed: ReadonlyArray<string>
 }
 
-/** Interleaves `samples` runs of the subject and two floors; their medians in ms. */
-const interleave3 = async (
-  samples: number,
-  subject: (i: number) => Promise<number>,
-  floor: (i: number) => Promise<number>,
-  other: (i: number) => Promise<number>
-) => {
-  const a: Array<number> = []
-  const b: Array<number> = []
-  const c: Array<number> = []
-  for (let i = 0; i < 5; i++) {
-    await subject(-1 - i)
-    await floor(-1 - i)
-    await other(-1 - i)
-  }
-  for (let i = 0; i < samples; i++) {
-    a.push(await subject(i))
-    b.push(await floor(i))
-    c.push(await other(i))
-  }
-  return { value: median(a), floor: median(b), other: median(c) }
-}
-
-/** Interleaves `samples` runs of the subject and the floor; their medians in ms. */
+/** Interleaves `samples` runs of each of `runs` (the subject, then its floors), after a warm-up; their medians in ms. */
 const interleave = async (
   samples: number,
-  subject: (i: number) => Promise<number>,
-  floor: (i: number) => Promise<number>
-) => {
-  const a: Array<number> = []
-  const b: Array<number> = []
+  ...runs: ReadonlyArray<(i: number) => Promise<number>>
+): Promise<ReadonlyArray<number>> => {
+  const times = runs.map((): Array<number> => [])
   // Warm-up, not counted.
-  for (let i = 0; i < 5; i++) {
-    await subject(-1 - i)
-    await floor(-1 - i)
-  }
+  for (let i = 0; i < 5; i++) for (const run of runs) await run(-1 - i)
   for (let i = 0; i < samples; i++) {
-    a.push(await subject(i))
-    b.push(await floor(i))
+    for (const [k, run] of runs.entries()) times[k]!.push(await run(i))
   }
-  return { value: median(a), floor: median(b) }
+  return times.map(median)
 }
 
 const row = (
@@ -268,13 +239,13 @@ const postgresFigure = async (url: string, samples: number) => {
         Effect.flatMap(SqlClient.SqlClient, (sql) => sql`INSERT INTO bench_events (action_id) VALUES (${id})`)
       ).then(() => heard).then((at) => at - start)
     }
-    const figures = await interleave(
+    const [value, floorValue] = await interleave(
       samples,
       (i) => subjectSample(writer, subject.expect, `pg-${i}`),
       floor
     )
     await reader.runPromise(Effect.zipRight(subject.stop, Fiber.interrupt(floorReader)))
-    return figures
+    return { value: value!, floor: floorValue! }
   } finally {
     await writer.dispose()
     await reader.dispose()
@@ -518,10 +489,10 @@ const idleOwnerFigure = async (url: string, samples: number) => {
       )
       return (await requested) - start
     }
-    const figures = await interleave3(samples, subject, same, floor)
+    const [value, sameFloor, bare] = await interleave(samples, subject, same, floor)
     await owner.runPromise(Fiber.interrupt(listener))
     await sameOwner.runPromise(Fiber.interrupt(sameListener))
-    return figures
+    return { value: value!, floor: sameFloor!, other: bare! }
   } finally {
     await owner.dispose()
     await reviewer.dispose()
@@ -568,10 +539,14 @@ const sqliteFigure = async (samples: number) => {
         )
       ).then(() => heard).then((at) => at - start)
     }
-    const figures = await interleave(samples, (i) => subjectSample(runtime, subject.expect, `lite-${i}`), floor)
+    const [value, floorValue] = await interleave(
+      samples,
+      (i) => subjectSample(runtime, subject.expect, `lite-${i}`),
+      floor
+    )
     await runtime.runPromise(subject.stop)
     await floorDb.runPromise(Fiber.interrupt(fiber))
-    return figures
+    return { value: value!, floor: floorValue! }
   } finally {
     await runtime.dispose()
     await floorDb.dispose()
