@@ -423,9 +423,10 @@ export const checkDelivered = (
   input: { readonly ids: ReadonlyArray<string>; readonly now: number }
 ): string | undefined => {
   if (typeof input !== "object" || input === null) return "the input must be an object"
-  const problem = checkList("ids", input.ids)
-  if (problem !== undefined) return problem
-  if (input.ids === undefined) return "ids must be a list"
+  if (!Array.isArray(input.ids) || input.ids.length === 0 || input.ids.length > maxFilterEntries) {
+    return `ids must list 1 to ${maxFilterEntries} response ids (send more in several calls)`
+  }
+  if (!input.ids.every(isText)) return "ids must list strings"
   if (!isMillis(input.now)) return "now must be epoch milliseconds (a non-negative integer)"
   return undefined
 }

@@ -584,6 +584,7 @@ export const inboxConformance = (test: PartTest): void => {
           yield* storeError(store.markDelivered({ ids: ["rs_x"], now: Number.NaN }))
         ]
         strictEqual(errors.every((e) => e.message.endsWith("nothing was changed.")), true)
+        strictEqual(errors[6]!.message.includes("ids must list 1 to 100 response ids"), true, errors[6]!.message)
         deepStrictEqual(yield* store.responses("a"), [])
       }))
   })
