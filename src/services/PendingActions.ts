@@ -152,9 +152,11 @@ export type Fallback<E, R> = (
  * - `settleWith`: wraps each attempt of the store write that settles a durable action once its `apply` (or
  *   discard) succeeded (`action.outcome`: the result's text, as stored). `settle` is that write (`true` when it
  *   settled the record, `false` when another process had recovered it); the wrapper's result is taken as the
- *   write's. The approval inbox completes the reviewer's decision in the same transaction as the settle this way
- *   (`PendingStore.transaction`), and a cluster session commits the reviewer's note to the model with it: both are
- *   stored or neither. A wrapper must run `settle` at most once, and must not turn its failure into `true`.
+ *   write's; `action.settle` is that write's input, for a wrapper that makes the write in a statement of its own. A
+ *   reviewer's decision is completed with the settle this way (`Decisions.run`: `DecisionRequests.settleDeciding`),
+ *   and a cluster session commits the reviewer's note to the model with it (`PendingStore.transaction`): both are
+ *   stored or neither. A wrapper must make the settle at most once (through `settle`, or with `action.settle`), and
+ *   must not turn its failure into `true`.
  *
  * @since 0.4.0
  * @category models
