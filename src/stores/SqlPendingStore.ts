@@ -33,7 +33,7 @@ import * as Effect from "effect/Effect"
 import type * as Layer from "effect/Layer"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
-import { signalling } from "../services/internal/storeSignals.js"
+import { shared, signalling } from "../services/internal/storeSignals.js"
 import { PendingStore, type PendingStoreError } from "../services/PendingStore.js"
 import { makeSqlStore } from "./internal/sqlContext.js"
 import { makeInbox, settleDeciding } from "./internal/sqlInbox.js"
@@ -64,7 +64,10 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
       .listen
     if (sql.onDialectOrElse({ pg: () => true, orElse: () => false }) && typeof listen === "function") {
       // Postgres: every statement that adds to the feed notifies when it commits (migration 7_notify).
-      const changed = Stream.mapError(Stream.as(listen.call(client, changesChannel), undefined), readFailed("changed"))
+      // One `LISTEN` per store, shared by every subscriber (two on one connection would unlisten each other).
+      const changed = shared(
+        Stream.mapError(Stream.as(listen.call(client, changesChannel), undefined), readFailed("changed"))
+      )
       return build(sql, undefined, changed)
     }
     // SQLite: this store's own writes signal (another process on the file signals nothing here).

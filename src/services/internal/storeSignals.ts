@@ -5,7 +5,11 @@
  * @internal
  */
 import * as Effect from "effect/Effect"
+import * as Exit from "effect/Exit"
+import * as Fiber from "effect/Fiber"
 import * as PubSub from "effect/PubSub"
+import * as Stream from "effect/Stream"
+import * as Take from "effect/Take"
 import type { PendingStore } from "../PendingStore.js"
 import { feedWrites } from "./pendingStore.js"
 
@@ -22,4 +26,62 @@ export const signalling = (store: PendingStore.Service, changes: PubSub.PubSub<v
   const fenced = store.fenced
   signalled.fenced = (fence: PendingStore.Fence) => signalling(fenced(fence), changes)
   return signalled as unknown as PendingStore.Service
+}
+
+interface Hub<E> {
+  readonly pubsub: PubSub.PubSub<Take.Take<void, E>>
+  fiber: Fiber.RuntimeFiber<void> | undefined
+  count: number
+}
+
+/**
+ * `source` (a store's change signal), subscribed to once however many subscribe to the result: the first subscriber
+ * starts it, the last one to leave stops it, and each sees every signal after it subscribed (coalesced). A Postgres
+ * `LISTEN` is per connection: two listens on one channel of one client would unlisten each other. A failure or end of
+ * `source` ends every current subscriber's stream with it; the next subscriber starts it again.
+ */
+export const shared = <E>(source: Stream.Stream<void, E>): Stream.Stream<void, E> => {
+  const lock = Effect.unsafeMakeSemaphore(1)
+  let hub: Hub<E> | undefined
+  const start = (h: Hub<E>) =>
+    Stream.runForEach(source, () => PubSub.publish(h.pubsub, Take.of(undefined))).pipe(
+      Effect.exit,
+      Effect.flatMap((exit) =>
+        Effect.zipRight(
+          Effect.sync(() => {
+            if (hub === h) hub = undefined
+          }),
+          PubSub.publish(h.pubsub, Exit.isSuccess(exit) ? Take.end : Take.failCause(exit.cause))
+        )
+      ),
+      Effect.asVoid
+    )
+  const acquire = Effect.acquireRelease(
+    lock.withPermits(1)(Effect.gen(function*() {
+      const h: Hub<E> = hub ?? { pubsub: yield* PubSub.sliding<Take.Take<void, E>>(2), fiber: undefined, count: 0 }
+      hub = h
+      h.count++
+      return h
+    })),
+    (h) =>
+      lock.withPermits(1)(Effect.suspend(() => {
+        h.count--
+        if (h.count > 0) return Effect.void
+        if (hub === h) hub = undefined
+        return h.fiber === undefined ? Effect.void : Fiber.interrupt(h.fiber)
+      }))
+  )
+  return Stream.unwrapScoped(Effect.gen(function*() {
+    const h = yield* acquire
+    // Subscribed before the source starts: no signal of it is missed.
+    const dequeue = yield* PubSub.subscribe(h.pubsub)
+    yield* lock.withPermits(1)(
+      Effect.suspend(() =>
+        h.fiber !== undefined || hub !== h ? Effect.void : Effect.map(Effect.forkDaemon(start(h)), (fiber) => {
+          h.fiber = fiber
+        })
+      )
+    )
+    return Stream.flattenTake(Stream.fromQueue(dequeue))
+  }))
 }
