@@ -1,9 +1,8 @@
 /**
  * Sends messages to sessions from any node of the cluster (a runner, or a client-only node such as an approval
  * inbox): run a prompt, steer, decide an action, list and get. The cluster routes each message to the runner that
- * owns the session now; a persisted message (`run`, `steer`) to a session whose runner died waits in the store and
- * is delivered once the session runs elsewhere. A decision is not a message: it is recorded in the `PendingStore`,
- * and the runner where the session is open runs it (see `decide`).
+ * owns the session now; a persisted message (`run`, `steer`, `decide`) to a session whose runner died waits in the
+ * store and is delivered once the session runs elsewhere.
  *
  * @example
  * ```ts
@@ -33,9 +32,6 @@ import * as Schedule from "effect/Schedule"
 import * as Schema from "effect/Schema"
 import { randomUUID } from "node:crypto"
 import type { PendingStoreError } from "../domain/Errors.js"
-import { PendingStore } from "../services/PendingStore.js"
-import { make as makeDecisions } from "../tools/Decisions.js"
-import * as Decide from "./internal/decide.js"
 import {
   type ActionPage,
   type DecisionError,
@@ -121,12 +117,9 @@ export declare namespace SessionClient {
       options?: { readonly steerId?: string | undefined }
     ) => Effect.Effect<void, PendingStoreError | SessionUnreachable>
     /**
-     * A person's decision on one pending action of the session, applied exactly once, answered once it took effect
-     * (or why it did not). Recorded in the store with one insert (durable before anything runs), and run at once by
-     * the runner where the session is open, which that insert signals; when no runner ran it within a moment (the
-     * session is open nowhere), it is also sent to the session, which opens it. A decision whose action is settled
-     * already as asked answers `settledBefore: true`, as does one another person made first the same way. The model
-     * is told in its next request (`Decisions.decisionText`), by whichever runner then runs the session.
+     * A person's decision on one pending action of the session, applied exactly once. Not persisted: it is sent
+     * again until answered (a runner that died under it, a session that moved), and a decision that already took
+     * effect answers `settledBefore: true`.
      */
     readonly decide: (
       session: string,
@@ -164,7 +157,7 @@ export class SessionClient extends Context.Tag("effect-resolve/cluster/SessionCl
    * @since 0.3.0
    * @category layers
    */
-  static readonly layer: Layer.Layer<SessionClient, never, Sharding | PendingStore> = Layer.effect(
+  static readonly layer: Layer.Layer<SessionClient, never, Sharding> = Layer.effect(
     SessionClient,
     Effect.suspend(() => make)
   )
@@ -212,54 +205,34 @@ const resend = <A, E, R>(effect: Effect.Effect<A, E, R>): Effect.Effect<A, E, R>
   )
 
 /**
- * How long a decision recorded in the store waits for a runner to complete it before the client sends it to the
- * session (which opens the session where the cluster places it): a session open on a runner runs it at once.
- */
-const wakeAfter = Duration.millis(250)
-
-/**
  * Builds the client (what `SessionClient.layer` provides).
  *
  * @since 0.3.0
  * @category constructors
  */
-export const make: Effect.Effect<SessionClient.Service, never, Sharding | PendingStore> = Effect.gen(function*() {
-  const clientFor = yield* Session.client
-  const store = yield* PendingStore
-  const decisions = makeDecisions(store)
-  return SessionClient.of({
-    run: (session, prompt, options) =>
-      clientFor(session).Run({ runId: options?.runId ?? randomUUID(), prompt }).pipe(unreachable(session, "run")),
-    steer: (session, text, options) =>
-      clientFor(session).Steer({ steerId: options?.steerId ?? randomUUID(), text }).pipe(
-        unreachable(session, "steer")
-      ),
-    decide: (session, decision) =>
-      Effect.gen(function*() {
-        // Recorded with one insert, which signals the runners: the one where the session is open runs it at once.
-        const recorded = yield* Decide.record(decisions, session, decision)
-        if (recorded._tag === "Answered") return recorded.reply
-        const { own } = recorded
-        const completed = Effect.flatMap(
-          Decide.awaitCompleted(store, recorded.decision.id),
-          (done) => Decide.answer(store, decision, done, own)
-        )
-        // Not run within a moment (the session is open nowhere): sent to the session, which opens it and runs it.
-        const sent = clientFor(session).Decide({
+export const make: Effect.Effect<SessionClient.Service, never, Sharding> = Effect.map(
+  Session.client,
+  (clientFor) =>
+    SessionClient.of({
+      run: (session, prompt, options) =>
+        clientFor(session).Run({ runId: options?.runId ?? randomUUID(), prompt }).pipe(unreachable(session, "run")),
+      steer: (session, text, options) =>
+        clientFor(session).Steer({ steerId: options?.steerId ?? randomUUID(), text }).pipe(
+          unreachable(session, "steer")
+        ),
+      decide: (session, decision) =>
+        clientFor(session).Decide({
           id: decision.id,
           decision: decision.decision,
           reason: decision.reason,
           by: decision.by,
-          ...(decision.amendment === undefined ? {} : { amendment: decision.amendment }),
-          decisionId: recorded.decision.id
-        }).pipe(resend, Effect.delay(wakeAfter))
-        return yield* Effect.raceFirst(completed, sent)
-      }).pipe(unreachable(session, "decide")),
-    list: (session, options) =>
-      clientFor(session).List({
-        ...(options?.limit === undefined ? {} : { limit: options.limit }),
-        ...(options?.cursor === undefined ? {} : { cursor: options.cursor })
-      }).pipe(resend, unreachable(session, "list")),
-    get: (session, id) => clientFor(session).Get({ id }).pipe(resend, unreachable(session, "get"))
-  })
-})
+          ...(decision.amendment === undefined ? {} : { amendment: decision.amendment })
+        }).pipe(resend, unreachable(session, "decide")),
+      list: (session, options) =>
+        clientFor(session).List({
+          ...(options?.limit === undefined ? {} : { limit: options.limit }),
+          ...(options?.cursor === undefined ? {} : { cursor: options.cursor })
+        }).pipe(resend, unreachable(session, "list")),
+      get: (session, id) => clientFor(session).Get({ id }).pipe(resend, unreachable(session, "get"))
+    })
+)

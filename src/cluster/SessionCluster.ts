@@ -366,8 +366,7 @@ export const layerSingle = (
 
 /**
  * A node that only sends messages to sessions (an app, an approval inbox): it runs none. Needs a `SqlClient` on the
- * cluster's database and the `PendingStore` on it (`PostgresStore.layerClient` gives both: a decision is recorded
- * there, and the runner where its session is open runs it), and the cluster's transport. Fails with `ClusterConfigMismatch` when the cluster runs with
+ * cluster's database, and the cluster's transport. Fails with `ClusterConfigMismatch` when the cluster runs with
  * other shards than this node's (it would send messages to shards no runner serves); the first node to start on a
  * database, client or runner, records the cluster's values.
  *
@@ -376,11 +375,7 @@ export const layerSingle = (
  */
 export const layerClient = (
   options: CommonOptions = {}
-): Layer.Layer<
-  SessionClient | Sharding,
-  ClusterStartFailed | ClusterConfigMismatch,
-  SqlClient.SqlClient | PendingStore
-> =>
+): Layer.Layer<SessionClient | Sharding, ClusterStartFailed | ClusterConfigMismatch, SqlClient.SqlClient> =>
   SessionClient.layer.pipe(
     Layer.provideMerge(transportLayer("client", options, {}, true)),
     Layer.mapError(failedAs("client"))

@@ -42,28 +42,24 @@ import * as Effect from "effect/Effect"
 import * as Either from "effect/Either"
 import * as ExecutionStrategy from "effect/ExecutionStrategy"
 import * as Exit from "effect/Exit"
-import * as Fiber from "effect/Fiber"
 import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as Scope from "effect/Scope"
 import { type DurableSteering, TurnDriver } from "../agent/TurnDriver.js"
-import type { Decision } from "../domain/Decision.js"
 import { isOwnershipLost, type PendingStoreError } from "../domain/Errors.js"
 import type { SteeringMessage } from "../domain/SteeringMessage.js"
+import * as ToolResult from "../domain/ToolResult.js"
 import * as ResolveRuntime from "../layers/ResolveRuntime.js"
 import { localVerdict } from "../services/internal/runtimeInstance.js"
-import { type PendingActionInfo, PendingActions } from "../services/PendingActions.js"
+import { type PendingActionInfo, PendingActions, type ResolveOptions } from "../services/PendingActions.js"
 import { PendingStore } from "../services/PendingStore.js"
 import type { SessionOwnership } from "../services/SessionOwnership.js"
 import { SteeringBus } from "../services/SteeringBus.js"
 import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
-import { make as makeDecisions } from "../tools/Decisions.js"
-import type { ResolveServices } from "../tools/Resolve.js"
-import * as Decide from "./internal/decide.js"
-import * as DecisionPickup from "./internal/decisionPickup.js"
+import { decodeResolveParams, resolveWith } from "../tools/Resolve.js"
 import { SessionAgent } from "./SessionAgent.js"
-import { Session, type SessionAction } from "./SessionProtocol.js"
+import { type DecisionKind, type DecisionReply, Session, type SessionAction } from "./SessionProtocol.js"
 import { SteeringJournal } from "./SteeringJournal.js"
 
 /**
@@ -99,6 +95,35 @@ export const runOptionKey = "effect-resolve"
  * @category constants
  */
 export const steerType = "session-steer"
+
+/**
+ * The `customType` of the steering message that tells the model about a person's decision.
+ *
+ * @since 0.3.0
+ * @category constants
+ */
+export const decisionType = "resolve-decision"
+
+/**
+ * The text that tells the model a person decided one of its pending actions.
+ *
+ * @since 0.3.0
+ * @category constructors
+ */
+export const decisionText = (
+  decision: { readonly by: string; readonly decision: DecisionKind; readonly reason: string },
+  action: { readonly id: string; readonly label: string }
+): string =>
+  "<system-reminder>\n" +
+  `${decision.by} ${
+    decision.decision === "discard"
+      ? "discarded"
+      : decision.decision === "amend"
+      ? "applied with an amendment"
+      : "applied"
+  } the pending action "${action.label}" (id ${action.id}): ${decision.reason}\n` +
+  "Do not resolve it again.\n" +
+  "</system-reminder>"
 
 /** The run id a message carries, if it is a `Run`'s prompt. */
 const runIdOf = (message: Prompt.Message): string | undefined => {
@@ -209,6 +234,14 @@ export const previousOwnerDone = (
   })
 
 /**
+ * The id under which a person's decision note on `actionId` is recorded (one note per action: it is decided once).
+ *
+ * @since 0.4.0
+ * @category constructors
+ */
+export const decisionSteerId = (actionId: string): string => `decision:${actionId}`
+
+/**
  * The session's durable steering for its turn driver, on the journal: what it recorded and has not delivered (each
  * message carrying its id), and where delivered ids are marked.
  *
@@ -226,6 +259,11 @@ export const durableSteering = (journal: SteeringJournal.Service, session: strin
     }))),
   delivered: (ids) => journal.markDelivered(session, ids)
 })
+
+const targetOf = (decision: DecisionKind) => decision === "discard" ? "discarded" : "applied"
+
+/** A settle that did not settle (another process had recovered the action): its decision note is rolled back. */
+const notSettled = { _tag: "NotSettled" } as const
 
 /** A session opened on this runner: its services, and what its handlers need. */
 interface Opened {
@@ -250,7 +288,7 @@ interface Opened {
  * @since 0.3.0
  * @category constructors
  */
-export const make = (options: Options = {}, pickup?: DecisionPickup.DecisionPickup) =>
+export const make = (options: Options = {}) =>
   Effect.gen(function*() {
     const address = yield* Entity.CurrentAddress
     const session: string = address.entityId
@@ -327,10 +365,6 @@ export const make = (options: Options = {}, pickup?: DecisionPickup.DecisionPick
           queue: Context.get(built, ToolChoiceQueue),
           bus: Context.get(built, SteeringBus)
         }
-        const s = opened
-        if (pickup !== undefined) {
-          yield* Scope.extend(pickup.register(session, (decision) => runPicked(s, decision)), child)
-        }
         return opened
       })
       return Effect.retry(attempt, { while: isOwnershipLost }).pipe(
@@ -397,8 +431,6 @@ export const make = (options: Options = {}, pickup?: DecisionPickup.DecisionPick
           )
         )
       })
-    /** Decisions on the session's fenced store: a run of one writes only while this runner owns the session. */
-    const decisionsOf = (s: Opened) => makeDecisions(Option.getOrElse(s.pending.store, () => store))
     const runs = yield* Effect.makeSemaphore(1)
     const runOptions = {
       ...Option.match(agent.toolkit, { onNone: () => ({}), onSome: (toolkit) => ({ toolkit }) }),
@@ -451,51 +483,91 @@ export const make = (options: Options = {}, pickup?: DecisionPickup.DecisionPick
       if (yield* journal.record(session, steerId, message)) yield* queue(s, message)
     })
 
-    /**
-     * A person's decision sent to this session (the client's fallback when no runner picked it up, or a 0.3 client):
-     * recorded (or the one recorded, `decisionId`), run here now (the pickup may run it too: the store's claim makes
-     * it once), and answered once completed.
-     */
-    const decide = Effect.fn("SessionEntity.decide")(function*(
-      s: Opened,
-      payload: Decide.DecisionPayload & {
-        readonly decisionId?: string | undefined
+    const decide = Effect.fn("SessionEntity.decide")(function*(s: Opened, payload: {
+      readonly id: string
+      readonly decision: DecisionKind
+      readonly reason: string
+      readonly by: string
+      readonly amendment?: string | undefined
+    }) {
+      const params = yield* decodeResolveParams({
+        action: payload.decision === "discard" ? "discard" : "apply",
+        reason: payload.reason,
+        extra: payload.decision === "amend" ? { amendment: payload.amendment ?? "" } : null,
+        id: payload.id
+      })
+      const target = targetOf(payload.decision)
+      const steerId = decisionSteerId(payload.id)
+      const noteOn = (label: string) =>
+        Effect.map(Clock.currentTimeMillis, (timestamp): SteeringMessage => ({
+          customType: decisionType,
+          content: decisionText(payload, { id: payload.id, label }),
+          details: { actionId: payload.id, by: payload.by, decision: payload.decision, steerId },
+          display: false,
+          attribution: "agent",
+          timestamp
+        }))
+      // The note to the model is committed in the same transaction as the store write that settles the action:
+      // durable before the answer at no extra commit, and never stored for a decision that did not take effect. If
+      // that transaction fails on the journal's side, the settle is written alone and the note recorded after it.
+      let noted: SteeringMessage | undefined
+      const settleWith: NonNullable<ResolveOptions["settleWith"]> = (settle, action) =>
+        action.id !== payload.id ? settle : Effect.flatMap(noteOn(action.label), (message) =>
+          journal.replaceWith(
+            session,
+            steerId,
+            message,
+            Effect.filterOrFail(settle, (settled) => settled, () => notSettled)
+          ).pipe(
+            Effect.tap(() => Effect.sync(() => (noted = message))),
+            Effect.catchAll((error) => error === notSettled ? Effect.succeed(false) : settle)
+          ))
+      // An amendment reaches the kind's `apply` decoded with its `amendment` Schema (`call.amendment`; the text, the
+      // Schema's encoded form here), and, as in 0.3, as `extra.amendment`.
+      const result = yield* Effect.either(resolveWith(
+        params,
+        payload.decision === "amend" ?
+          {
+            amendment: { actionId: payload.id, reviewer: payload.by, encoded: payload.amendment ?? "" },
+            settleWith
+          } :
+          { settleWith }
+      ))
+      if (Either.isLeft(result)) {
+        const error = result.left
+        // Already in the state this decision asks for: a redelivered decision, or the same one made first by the
+        // model or another person. Its recorded outcome is the answer.
+        if (error._tag === "PendingActionNotPending" && error.status === target) {
+          // Recorded and queued now unless a note was recorded before (queued or delivered already); also when the
+          // model or another path made the same decision first: the model is told that this person decided so too.
+          const info = yield* s.pending.get(payload.id)
+          const message = yield* noteOn(Option.getOrElse(Option.map(info, (i) => i.label), () => payload.id))
+          if (yield* journal.record(session, steerId, message)) yield* queue(s, message)
+          return {
+            id: payload.id,
+            status: target,
+            text: Option.getOrElse(Option.flatMap(info, (i) => i.outcome), () => ""),
+            settledBefore: true
+          } satisfies DecisionReply
+        }
+        return yield* Effect.fail(error)
       }
-    ) {
-      const decisions = decisionsOf(s)
-      const known = payload.decisionId === undefined ?
-        Option.none() :
-        Option.filter(
-          yield* store.getDecision(payload.decisionId),
-          (decision) => decision.session === session && decision.actionId === payload.id
-        )
-      const recorded: Decide.Recorded = Option.isSome(known) ?
-        { _tag: "Waiting", decision: known.value, own: true } :
-        yield* Decide.record(makeDecisions(store), session, payload)
-      if (recorded._tag === "Answered") return recorded.reply
-      let completed = recorded.decision
-      if (completed.state === "requested") {
-        const ran = yield* decisions.run(completed, `session:${session}`)
-        if (ran._tag !== "Requested") completed = ran.decision
-        else if (ran.why === "resolving") completed = yield* Decide.awaitCompleted(store, completed.id)
-        else return yield* Effect.fail(Decide.notRun(completed, ran))
+      // The decision took effect here, now: its note, committed with the settle (or recorded now, the label from the
+      // result), is queued once.
+      let message = noted
+      if (message === undefined) {
+        const details = result.right.details as { readonly label?: unknown } | undefined
+        message = yield* noteOn(typeof details?.label === "string" ? details.label : payload.id)
+        yield* journal.replace(session, steerId, message)
       }
-      return yield* Decide.answer(store, payload, completed, recorded.own)
+      yield* queue(s, message)
+      return {
+        id: payload.id,
+        status: target,
+        text: ToolResult.textOf(result.right),
+        settledBefore: false
+      } satisfies DecisionReply
     })
-
-    /** Runs a decision the runner's pickup found for this session, in its scope (it stops when the session closes). */
-    const runPicked = (s: Opened, decision: Decision) =>
-      Effect.forkIn(
-        Effect.provide(
-          decisionsOf(s).run(decision, `session:${session}`),
-          s.context as Context.Context<ResolveServices>
-        ).pipe(
-          Effect.catchAllCause((cause) =>
-            Effect.logWarning(`effect-resolve: session ${session} could not run the decision ${decision.id}`, cause)
-          )
-        ),
-        s.scope
-      ).pipe(Effect.flatMap(Fiber.await), Effect.asVoid)
 
     return Session.of({
       Run: ({ payload }) => withSession((s) => runs.withPermits(1)(run(s, payload)).pipe(Effect.provide(s.context))),
@@ -522,11 +594,7 @@ export const make = (options: Options = {}, pickup?: DecisionPickup.DecisionPick
 export const layer = (
   options: Options = {}
 ): Layer.Layer<never, never, Sharding | SessionAgent | PendingStore | SteeringJournal> =>
-  Layer.unwrapScoped(Effect.map(
-    Effect.flatMap(PendingStore, DecisionPickup.make),
-    (pickup) =>
-      Session.toLayer(make(options, pickup), {
-        concurrency: "unbounded",
-        ...(options.maxIdleTime === undefined ? {} : { maxIdleTime: options.maxIdleTime })
-      })
-  ))
+  Session.toLayer(make(options), {
+    concurrency: "unbounded",
+    ...(options.maxIdleTime === undefined ? {} : { maxIdleTime: options.maxIdleTime })
+  })

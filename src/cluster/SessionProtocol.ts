@@ -219,12 +219,10 @@ export const Steer = Rpc.make("Steer", {
 }).annotate(ClusterSchema.Persisted, true)
 
 /**
- * A person decides one pending action, by id, on the session's runner. Since 0.4 `SessionClient.decide` records the
- * decision in the store and the runner where the session is open runs it at once, without this message; the client
- * sends it (with the recorded `decisionId`) only when no runner did within a moment, to open the session. The
- * runner records the decision if it is not (a 0.3 client), runs it and answers once it is completed: exactly once
- * whoever else resolves it (the model, another person), and the model is told in its next request. Not persisted:
- * a decision is idempotent, so the client sends it again until it is answered.
+ * A person decides one pending action, by id. Applied exactly once whoever else resolves it (the model, another
+ * person); the model is told in its next request. Not persisted: a decision is idempotent (the action is claimed
+ * once, and the same decision again answers `settledBefore: true`), so the client sends it again until it is
+ * answered, which costs no message storage.
  *
  * @since 0.3.0
  * @category rpcs
@@ -235,9 +233,7 @@ export const Decide = Rpc.make("Decide", {
     decision: DecisionKind,
     reason: Schema.String,
     by: Schema.String,
-    amendment: Schema.optional(Schema.String),
-    /** The decision as the client recorded it (0.4). */
-    decisionId: Schema.optional(Schema.String)
+    amendment: Schema.optional(Schema.String)
   },
   success: DecisionReply,
   error: DecisionError

@@ -57,8 +57,6 @@ export declare namespace DecisionRequests {
     readonly reason: string
     readonly amendment: unknown
     readonly now: number
-    /** Only an action of this session (a client that addresses a session): another session's is `UnknownAction`. */
-    readonly session?: string | undefined
   }
   /**
    * What `recordDecision` did: `Recorded` (the decision is `requested`), or why nothing was recorded: the action is

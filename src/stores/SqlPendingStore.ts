@@ -63,8 +63,8 @@ export const make: Effect.Effect<PendingStore.Service, never, SqlClient.SqlClien
     const listen = (client as unknown as { readonly listen?: (channel: string) => Stream.Stream<string, SqlError> })
       .listen
     if (sql.onDialectOrElse({ pg: () => true, orElse: () => false }) && typeof listen === "function") {
-      // Postgres: every statement that adds to the feed notifies when it commits (migration 7_notify).
-      // One `LISTEN` per store, shared by every subscriber (two on one connection would unlisten each other).
+      // Postgres: every statement that adds to the feed notifies when it commits (migration 7_notify). One `LISTEN`
+      // per store, shared by every subscriber (two on one connection would unlisten each other).
       const changed = shared(
         Stream.mapError(Stream.as(listen.call(client, changesChannel), undefined), readFailed("changed"))
       )

@@ -83,8 +83,6 @@ export declare namespace Decisions {
     readonly action: DecisionModel.DecisionAction
     readonly reason: string
     readonly amendment: unknown
-    /** Only an action of this session: another session's is `UnknownAction` (see `DecisionRequests`). */
-    readonly session?: string | undefined
   }
 
   /**

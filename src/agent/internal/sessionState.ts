@@ -145,12 +145,7 @@ export const restore = (session: Session): Effect.Effect<void, PendingStoreError
       JSON.stringify(Schema.encodeSync(Prompt.Prompt)(yield* Ref.get(history)))
     )
     const open = actions.filter((info) => info.status === "pending" && info.runnable)
-    // Shown and still pending, and every preview the saved state says was shown: one settled since that save (a
-    // reviewer's decision run while no process held the session) is told to the model by the next `pickUp`.
-    yield* Ref.set(
-      shown,
-      new Set([...open.filter((info) => shownBefore.has(info.id)).map((info) => info.id), ...(savedShown ?? [])])
-    )
+    yield* Ref.set(shown, new Set(open.filter((info) => shownBefore.has(info.id)).map((info) => info.id)))
     const unseen = open.filter((info) => !shownBefore.has(info.id))
     if (unseen.length > 0) {
       const now = yield* Clock.currentTimeMillis

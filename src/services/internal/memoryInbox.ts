@@ -216,9 +216,7 @@ export const memoryInbox = (
       const amendment = amendmentJson(input.amendment)
       if ("problem" in amendment) return Effect.fail(invalidInput("recordDecision", amendment.problem))
       const record = records.get(input.actionId)
-      if (record === undefined || (input.session !== undefined && record.session !== input.session)) {
-        return Effect.succeed<PendingStore.RecordDecisionResult>({ _tag: "UnknownAction" })
-      }
+      if (record === undefined) return Effect.succeed<PendingStore.RecordDecisionResult>({ _tag: "UnknownAction" })
       const waiting = state.requested.get(record.id)
       if (waiting !== undefined) {
         return Effect.succeed<PendingStore.RecordDecisionResult>({

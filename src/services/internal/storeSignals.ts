@@ -1,6 +1,7 @@
 /**
  * The in-process half of `PendingStore.Service.changed`: a store whose feed writes (see `feedWrites`) signal a
- * `PubSub` once they succeeded (the memory store, and the SQL store on SQLite).
+ * `PubSub` once they succeeded (the memory store, and the SQL store on SQLite); and one subscription to a store's
+ * signal shared by all its subscribers (`shared`, for Postgres's `LISTEN`).
  *
  * @internal
  */
@@ -28,23 +29,24 @@ export const signalling = (store: PendingStore.Service, changes: PubSub.PubSub<v
   return signalled as unknown as PendingStore.Service
 }
 
-interface Hub<E> {
-  readonly pubsub: PubSub.PubSub<Take.Take<void, E>>
+interface Hub<A, E> {
+  readonly pubsub: PubSub.PubSub<Take.Take<A, E>>
   fiber: Fiber.RuntimeFiber<void> | undefined
   count: number
 }
 
 /**
- * `source` (a store's change signal), subscribed to once however many subscribe to the result: the first subscriber
- * starts it, the last one to leave stops it, and each sees every signal after it subscribed (coalesced). A Postgres
+ * `source` (a store's signal), subscribed to once however many subscribe to the result: the first subscriber starts
+ * it, the last one to leave stops it, and each sees the signals after it subscribed (the latest 64 a slow one has
+ * not taken). A Postgres
  * `LISTEN` is per connection: two listens on one channel of one client would unlisten each other. A failure or end of
  * `source` ends every current subscriber's stream with it; the next subscriber starts it again.
  */
-export const shared = <E>(source: Stream.Stream<void, E>): Stream.Stream<void, E> => {
+export const shared = <A, E>(source: Stream.Stream<A, E>): Stream.Stream<A, E> => {
   const lock = Effect.unsafeMakeSemaphore(1)
-  let hub: Hub<E> | undefined
-  const start = (h: Hub<E>) =>
-    Stream.runForEach(source, () => PubSub.publish(h.pubsub, Take.of(undefined))).pipe(
+  let hub: Hub<A, E> | undefined
+  const start = (h: Hub<A, E>) =>
+    Stream.runForEach(source, (a) => PubSub.publish(h.pubsub, Take.of(a))).pipe(
       Effect.exit,
       Effect.flatMap((exit) =>
         Effect.zipRight(
@@ -58,7 +60,7 @@ export const shared = <E>(source: Stream.Stream<void, E>): Stream.Stream<void, E
     )
   const acquire = Effect.acquireRelease(
     lock.withPermits(1)(Effect.gen(function*() {
-      const h: Hub<E> = hub ?? { pubsub: yield* PubSub.sliding<Take.Take<void, E>>(2), fiber: undefined, count: 0 }
+      const h: Hub<A, E> = hub ?? { pubsub: yield* PubSub.sliding<Take.Take<A, E>>(64), fiber: undefined, count: 0 }
       hub = h
       h.count++
       return h

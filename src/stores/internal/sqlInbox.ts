@@ -290,9 +290,6 @@ export const makeInbox = (sql: SqlClient.SqlClient, helpers: Helpers): InboxMeth
       ([row]): Effect.Effect<PendingStore.RecordDecisionResult, PendingStoreError> => {
         if (row === undefined) return Effect.succeed({ _tag: "UnknownAction" })
         const listed = toListed(row)
-        if (input.session !== undefined && listed.record.session !== input.session) {
-          return Effect.succeed({ _tag: "UnknownAction" })
-        }
         if (Option.isSome(listed.requested)) {
           return Effect.succeed({ _tag: "AlreadyRequested", decision: listed.requested.value })
         }
@@ -316,9 +313,7 @@ export const makeInbox = (sql: SqlClient.SqlClient, helpers: Helpers): InboxMeth
           'requested', ${input.now}
         FROM effect_resolve_pending
         WHERE id = ${input.actionId} AND status IN ('pending', 'orphaned')
-          AND (expires_at IS NULL OR expires_at > ${input.now})${
-        input.session === undefined ? sql`` : sql` AND session = ${input.session}`
-      }
+          AND (expires_at IS NULL OR expires_at > ${input.now})
         ON CONFLICT DO NOTHING
         RETURNING ${decisionCols}`
       return Effect.flatMap(

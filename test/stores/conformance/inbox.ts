@@ -335,12 +335,6 @@ export const inboxConformance = (test: PartTest): void => {
           decision: first.decision
         })
         deepStrictEqual(yield* decide(store, "zz", 3), { _tag: "UnknownAction" })
-        // Addressed to a session (a cluster client): another session's action is unknown there, and nothing is kept.
-        yield* store.insert(record("other"))
-        deepStrictEqual(yield* decide(store, "other", 8, { session: "s2" }), { _tag: "UnknownAction" })
-        deepStrictEqual(yield* decide(store, "done", 9, { session: "s2" }), { _tag: "UnknownAction" })
-        deepStrictEqual(yield* store.decisions("other"), [])
-        strictEqual((yield* decide(store, "other", 10, { session: "s1" }))._tag, "Recorded")
         const settled = yield* decide(store, "done", 4)
         strictEqual(settled._tag === "NotDecidable" && settled.record.status === "applied", true)
         strictEqual((yield* decide(store, "late", 5))._tag, "NotDecidable")
