@@ -100,24 +100,28 @@ describe.skipIf(pg._tag !== "Available")(postgresSuiteName("PendingStore.changed
       assert.deepStrictEqual(got.flatMap((event) => event.actions.map((item) => item.id)), ["p2"])
     }).pipe(Effect.scoped) as Effect.Effect<void, unknown>, 30_000)
 
-  it.live("subscribers of one store share its LISTEN: one that leaves does not deafen the others", () =>
-    Effect.gen(function*() {
-      if (pg._tag !== "Available") return
-      const url = yield* freshSchema(pg.url)
-      const writer = (yield* Layer.build(PostgresStore.layer({ url }))).unsafeMap.get(
-        PendingStore.key
-      ) as PendingStore.Service
-      const store = (yield* Layer.build(PostgresStore.layer({ url }))).unsafeMap.get(
-        PendingStore.key
-      ) as PendingStore.Service
-      // Two sessions of one process wait for a reviewer; the first is decided and stops listening.
-      const staying = yield* Effect.fork(Stream.runCollect(Stream.take(store.changed, 2)))
-      yield* signalledBy(store.changed, writer.insert(record("q1")))
-      yield* Effect.sleep("200 millis") // the first subscriber's scope closed: an UNLISTEN of the shared connection, before
-      yield* writer.insert(record("q2"))
-      // The one still listening hears both writes (a signal per commit; it waits forever if it went deaf).
-      assert.strictEqual(Chunk.size(yield* Fiber.join(staying)), 2)
-      // The last subscriber gone, a new one listens again.
-      yield* signalledBy(store.changed, writer.insert(record("q3")))
-    }).pipe(Effect.scoped) as Effect.Effect<void, unknown>, 30_000)
+  it.live(
+    "subscribers of one store share its LISTEN: one that leaves does not deafen the others",
+    () =>
+      Effect.gen(function*() {
+        if (pg._tag !== "Available") return
+        const url = yield* freshSchema(pg.url)
+        const writer = (yield* Layer.build(PostgresStore.layer({ url }))).unsafeMap.get(
+          PendingStore.key
+        ) as PendingStore.Service
+        const store = (yield* Layer.build(PostgresStore.layer({ url }))).unsafeMap.get(
+          PendingStore.key
+        ) as PendingStore.Service
+        // Two sessions of one process wait for a reviewer; the first is decided and stops listening.
+        const staying = yield* Effect.fork(Stream.runCollect(Stream.take(store.changed, 2)))
+        yield* signalledBy(store.changed, writer.insert(record("q1")))
+        yield* Effect.sleep("200 millis") // the first subscriber's scope closed: an UNLISTEN of the shared connection, before
+        yield* writer.insert(record("q2"))
+        // The one still listening hears both writes (a signal per commit; it waits forever if it went deaf).
+        assert.strictEqual(Chunk.size(yield* Fiber.join(staying)), 2)
+        // The last subscriber gone, a new one listens again.
+        yield* signalledBy(store.changed, writer.insert(record("q3")))
+      }).pipe(Effect.scoped) as Effect.Effect<void, unknown>,
+    30_000
+  )
 })
