@@ -175,6 +175,32 @@ describe("a reviewer's decision, on the session's side", () => {
       yield* session.close
     }))
 
+  it.live("a decision made while no process ran the session: the resumed session's first request says so, once", () =>
+    Effect.gen(function*() {
+      const written = yield* Ref.make<Record<string, string>>({})
+      const first = yield* openSession([ScriptedModel.toolCall("note", { text: "while away" })], written)
+      assert.strictEqual((yield* first.run(drive("Take a note", 1)))._tag, "Left")
+      const [id] = yield* first.run(openIds)
+      yield* first.close
+      // The agent's process is gone; a reviewer decides in the inbox, which runs the kind.
+      const answer = yield* Effect.promise(() =>
+        post(running, `/api/actions/${id}/decision`, tokens.owner, { action: "apply", reason: "Fine." })
+      )
+      assert.strictEqual(answer.json.outcome, "applied", answer.text)
+      const resumed = yield* openSession(["Done.", "Still done."], written)
+      assert.strictEqual((yield* resumed.run(drive("Continue.")))._tag, "Right")
+      const said = (request: ScriptedModel.ScriptedRequest | undefined) =>
+        request!.userTexts.filter((t) => t.startsWith(`A reviewer (ann) applied ${id}:`))
+      const [next] = yield* resumed.run(ScriptedModel.requests)
+      assert.deepStrictEqual(said(next), [
+        `A reviewer (ann) applied ${id}: Result: Noted while away (Fine.). Do not resolve ${id} again.`
+      ])
+      // Once: the next run's request holds it in the history only.
+      assert.strictEqual((yield* resumed.run(drive("And now?")))._tag, "Right")
+      assert.strictEqual(said((yield* resumed.run(ScriptedModel.requests)).at(-1)).length, 1)
+      yield* resumed.close
+    }))
+
   it.live("an idle owner waits for the reviewer: awaitDecision returns when the inbox records the decision", () =>
     Effect.gen(function*() {
       const written = yield* Ref.make<Record<string, string>>({})

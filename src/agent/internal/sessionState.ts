@@ -145,7 +145,12 @@ export const restore = (session: Session): Effect.Effect<void, PendingStoreError
       JSON.stringify(Schema.encodeSync(Prompt.Prompt)(yield* Ref.get(history)))
     )
     const open = actions.filter((info) => info.status === "pending" && info.runnable)
-    yield* Ref.set(shown, new Set(open.filter((info) => shownBefore.has(info.id)).map((info) => info.id)))
+    // Every preview the saved state says was shown, settled since included: the first turn tells the model of those
+    // a reviewer decided meanwhile (while no process ran the session), then forgets them.
+    yield* Ref.set(
+      shown,
+      new Set([...open.filter((info) => shownBefore.has(info.id)).map((info) => info.id), ...(savedShown ?? [])])
+    )
     const unseen = open.filter((info) => !shownBefore.has(info.id))
     if (unseen.length > 0) {
       const now = yield* Clock.currentTimeMillis
