@@ -59,6 +59,38 @@ export declare namespace DecisionRequests {
     readonly now: number
   }
   /**
+   * `recordDone`'s input: a reviewer's decision that ran as soon as it was made, with no `requested` record before
+   * it (`Decisions.decide`): a fresh id (`Decision.makeId`), the action, who decided what and why, the amendment (a
+   * JSON value, `null` for none), when it was made (`requestedAt`), what running it gave (`outcome`), who ran it
+   * (`by`), and when it was completed (`now`).
+   *
+   * @since 0.4.0
+   * @category models
+   */
+  export interface DoneInput {
+    readonly id: string
+    readonly actionId: string
+    readonly reviewer: string
+    readonly action: DecisionAction
+    readonly reason: string
+    readonly amendment: unknown
+    readonly requestedAt: number
+    readonly outcome: string
+    readonly by: string
+    readonly now: number
+  }
+  /**
+   * What `recordDone` did: whether the settle took effect (`true` without one), and whether the decision was
+   * recorded.
+   *
+   * @since 0.4.0
+   * @category models
+   */
+  export interface Done {
+    readonly settled: boolean
+    readonly recorded: boolean
+  }
+  /**
    * What `recordDecision` did: `Recorded` (the decision is `requested`), or why nothing was recorded: the action is
    * unknown, it cannot be decided now (it is not `pending` or `orphaned`, or it expired), or another decision for it
    * is still `requested`.
@@ -184,6 +216,17 @@ export declare namespace DecisionRequests {
       settle: ActionRecords.SettleInput,
       decision: { readonly id: string; readonly outcome: string; readonly by: string }
     ) => Effect.Effect<{ readonly settled: boolean; readonly completed: boolean }, PendingStoreError>
+    /**
+     * Records a decision `done` that ran as soon as it was made (see `DoneInput`), with `settle` when given: in the
+     * same write as the settle of its claimed action and only when that settle took effect (one statement on
+     * Postgres, one transaction on SQLite). A session's write: a fenced store refuses it for an older owner.
+     * `recorded: false` when the action is unknown or a decision has this id already; `settled` as `settle` did
+     * (`true` without one).
+     */
+    readonly recordDone: (
+      input: DecisionRequests.DoneInput,
+      settle?: ActionRecords.SettleInput
+    ) => Effect.Effect<DecisionRequests.Done, PendingStoreError>
     /**
      * Records a reviewer's response, in one statement: only for a record that is `pending` or `orphaned` and not
      * expired at `now`. It decides nothing: a requested decision, or another response, does not stand in its way.

@@ -36,7 +36,7 @@ import * as Stream from "effect/Stream"
 import { shared, signalling } from "../services/internal/storeSignals.js"
 import { PendingStore, type PendingStoreError } from "../services/PendingStore.js"
 import { makeSqlStore } from "./internal/sqlContext.js"
-import { makeInbox, settleDeciding } from "./internal/sqlInbox.js"
+import { makeInbox, recordDone, settleDeciding } from "./internal/sqlInbox.js"
 import { makeRecords } from "./internal/sqlRecords.js"
 import { readFailed, writeFailed } from "./internal/sqlRows.js"
 import { changesChannel, migrate } from "./internal/sqlSchema.js"
@@ -100,6 +100,7 @@ const build = (
         (done) => done ? Effect.succeed(true) : store.unlessFenced("completeDecision", false)
       ),
     settleDeciding: settleDeciding(store, records, inbox),
+    recordDone: recordDone(store, records),
     fenced: (other) => build(sql, other, changed),
     // Beginning or committing failed: nothing was committed.
     transaction: (effect) =>

@@ -130,6 +130,33 @@ for (const subject of subjects(tmp.dir, pg)) {
         assert.strictEqual(Option.getOrThrow(yield* store.getDecision("dc_fence_1")).state, "requested")
       }))
 
+    test("a stale owner's recordDone is refused, with a settle or alone: the action stays claimed, nothing recorded", (store) =>
+      Effect.gen(function*() {
+        const e1 = yield* store.acquire({ session: "s1", owner: "old", now: T0 })
+        const old = store.fenced({ session: "s1", epoch: e1 })
+        yield* old.insert(record("a"))
+        assert.isTrue(Option.isSome(yield* old.claim({ id: "a", owner: "old", leaseUntil: T0 + 60_000, now: T0 })))
+        yield* store.acquire({ session: "s1", owner: "new", now: T0 + 1 })
+        const done = {
+          id: "dc_fence_2",
+          actionId: "a",
+          reviewer: "ann",
+          action: "apply" as const,
+          reason: "Go.",
+          amendment: null,
+          requestedAt: T0,
+          outcome: "x",
+          by: "old",
+          now: T0 + 2
+        }
+        yield* refused(
+          old.recordDone(done, { id: "a", owner: "old", to: "applied", outcome: Option.some("x"), now: T0 + 2 })
+        )
+        yield* refused(old.recordDone(done))
+        assert.strictEqual(Option.getOrThrow(yield* store.get("a")).status, "resolving")
+        assert.deepStrictEqual(yield* store.decisions("a"), [])
+      }))
+
     test("a stale owner cannot mark a reviewer's response delivered; the latest owner can, once", (store) =>
       Effect.gen(function*() {
         yield* store.insert(record("a"))

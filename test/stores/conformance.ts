@@ -69,6 +69,7 @@ const expectedMethods = {
     "getDecision",
     "markDelivered",
     "recordDecision",
+    "recordDone",
     "recordResponse",
     "requestedDecisions",
     "responses",

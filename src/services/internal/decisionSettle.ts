@@ -8,9 +8,10 @@
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type { Decision } from "../../domain/Decision.js"
+import type { Decision, DecisionAction } from "../../domain/Decision.js"
 import type { ResolveParams } from "../../domain/ResolveParams.js"
 import { capText } from "../../internal/render.js"
+import type { DecisionRequests } from "../DecisionRequests.js"
 import type { ResolveOptions } from "../PendingActions.js"
 import type { PendingStore } from "../PendingStore.js"
 
@@ -66,3 +67,78 @@ export const runningDecision = (
     completed: () => completed
   }
 }
+
+/**
+ * How a process runs a reviewer's decision as soon as it is made, with no `requested` record before it
+ * (`Decisions.decide`): the `resolve` parameters and options that run it, with a `settleWith` that records the
+ * decision `done`, with the apply's result, in the same write as the settle of its action (`recordDone`, one
+ * statement on Postgres); once it ran, `recorded()`: the decision as that write recorded it (`none` when a decision
+ * had its id already), or `undefined` when it did not get to (the write failed and the settle was written alone: the
+ * caller records it with `row`).
+ */
+export const decidingNow = (
+  store: PendingStore.Service,
+  session: string,
+  decision: {
+    readonly id: string
+    readonly actionId: string
+    readonly reviewer: string
+    readonly action: DecisionAction
+    readonly reason: string
+    readonly amendment: unknown
+    readonly requestedAt: number
+  },
+  by: string
+): {
+  readonly params: ResolveParams
+  readonly options: ResolveOptions
+  readonly recorded: () => Option.Option<Decision> | undefined
+  readonly row: (outcome: string, now: number) => DecisionRequests.DoneInput
+} => {
+  let recorded: Option.Option<Decision> | undefined
+  const row = (outcome: string, now: number): DecisionRequests.DoneInput => ({
+    ...decision,
+    outcome: capText(outcome, outcomeMax),
+    by,
+    now
+  })
+  const settleWith: NonNullable<ResolveOptions["settleWith"]> = (settle, action) => {
+    if (action.id !== decision.actionId) return settle
+    const done = row(action.outcome, action.settle.now)
+    const both = Effect.map(store.recordDone(done, action.settle), ({ recorded: inserted, settled }) => {
+      if (settled) recorded = inserted ? Option.some(doneDecision(done, session)) : Option.none()
+      return settled
+    })
+    return Effect.catchAll(both, () => {
+      recorded = undefined
+      return settle
+    })
+  }
+  return {
+    params: { action: decision.action, reason: decision.reason, id: decision.actionId },
+    options: decision.action === "apply" && decision.amendment !== null ?
+      {
+        settleWith,
+        amendment: { actionId: decision.actionId, reviewer: decision.reviewer, encoded: decision.amendment }
+      } :
+      { settleWith },
+    recorded: () => recorded,
+    row
+  }
+}
+
+/** The decision `recordDone` stores for `input` in `session`. */
+export const doneDecision = (input: DecisionRequests.DoneInput, session: string): Decision => ({
+  id: input.id,
+  actionId: input.actionId,
+  session,
+  reviewer: input.reviewer,
+  action: input.action,
+  reason: input.reason,
+  amendment: input.amendment,
+  state: "done",
+  outcome: input.outcome,
+  requestedAt: input.requestedAt,
+  settledAt: input.now,
+  settledBy: input.by
+})

@@ -136,7 +136,11 @@ export const memoryInbox = (
     readonly bySession: ReadonlyMap<string, ReadonlySet<string>>
     readonly openBySession: ReadonlyMap<string, ReadonlySet<string>>
   }
-): InboxMethods => {
+): InboxMethods & {
+  /** Records a decision `done` (`recordDone`'s insert, its input checked, `json` its amendment): `false` when the
+   * action is unknown or a decision has its id. */
+  readonly insertDone: (input: DecisionRequests.DoneInput, json: string) => boolean
+} => {
   const { bySession, openBySession, records, seqs } = store
   const openSet: ReadonlySet<PendingStatus> = new Set(openStatuses)
   const note = (actionId: string) => state.notesFeed.push(actionId)
@@ -250,6 +254,31 @@ export const memoryInbox = (
       note(record.id)
       return Effect.succeed<PendingStore.RecordDecisionResult>({ _tag: "Recorded", decision })
     })
+
+  const insertDone = (input: DecisionRequests.DoneInput, json: string): boolean => {
+    const record = records.get(input.actionId)
+    if (record === undefined || state.decisions.has(input.id)) return false
+    const decision: Decision = Object.freeze({
+      id: input.id,
+      actionId: record.id,
+      session: record.session,
+      reviewer: input.reviewer,
+      action: input.action,
+      reason: input.reason,
+      amendment: deepFreeze(JSON.parse(json)),
+      state: "done",
+      outcome: input.outcome,
+      requestedAt: input.requestedAt,
+      settledAt: input.now,
+      settledBy: input.by
+    })
+    state.decisions.set(decision.id, decision)
+    const list = state.byAction.get(record.id)
+    if (list === undefined) state.byAction.set(record.id, [decision.id])
+    else list.push(decision.id)
+    note(record.id)
+    return true
+  }
 
   const completeDecision = (input: PendingStore.CompleteDecisionInput) =>
     Effect.suspend(() => {
@@ -385,6 +414,7 @@ export const memoryInbox = (
       Effect.sync(() => (state.byAction.get(actionId) ?? []).map((id) => state.decisions.get(id)!)),
     requestedDecisions,
     completeDecision,
+    insertDone,
     recordResponse,
     responses: (actionId) =>
       Effect.sync(() => (state.responsesByAction.get(actionId) ?? []).map((id) => state.responses.get(id)!)),

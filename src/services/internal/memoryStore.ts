@@ -8,6 +8,7 @@ import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
 import { isTerminal, type PendingEvent, type PendingRecord, type PendingStatus } from "../../domain/PendingRecord.js"
+import type { DecisionRequests } from "../DecisionRequests.js"
 import {
   checkAcquire,
   checkConversationSave,
@@ -21,9 +22,11 @@ import {
 } from "../PendingStore.js"
 import { deepFreeze, makeMemoryInboxState, memoryInbox } from "./memoryInbox.js"
 import {
+  amendmentJson,
   badCursor,
   checkClaim,
   checkComplete,
+  checkDone,
   checkHeartbeat,
   checkPage,
   checkPrune,
@@ -288,7 +291,7 @@ export const makeMemory = (): PendingStore.Service => {
       return Effect.void
     })
 
-  const inbox = memoryInbox(inboxState, { records, seqs, bySession, openBySession })
+  const { insertDone, ...inbox } = memoryInbox(inboxState, { records, seqs, bySession, openBySession })
 
   const acquire = (input: PendingStore.AcquireInput) =>
     Effect.suspend(() => {
@@ -314,6 +317,20 @@ export const makeMemory = (): PendingStore.Service => {
         const problem = checkSettle(settle) ?? checkComplete(completion)
         if (problem !== undefined) return Effect.fail(invalidInput("settleDeciding", problem))
         return settleThenComplete(store.settle(settle), store.completeDecision(completion))
+      }),
+    recordDone: (input, settle) =>
+      Effect.suspend(() => {
+        const problem = checkDone(input) ?? (settle === undefined ? undefined : checkSettle(settle))
+        if (problem !== undefined) return Effect.fail(invalidInput("recordDone", problem))
+        const amendment = amendmentJson(input.amendment)
+        if ("problem" in amendment) return Effect.fail(invalidInput("recordDone", amendment.problem))
+        const record = Effect.sync(() => insertDone(input, amendment.json))
+        return settle === undefined ?
+          Effect.map(record, (recorded) => ({ settled: true, recorded })) :
+          Effect.flatMap(store.settle(settle), (settled): Effect.Effect<DecisionRequests.Done> =>
+            settled ?
+              Effect.map(record, (recorded) => ({ settled, recorded })) :
+              Effect.succeed({ settled, recorded: false }))
       }),
     insert,
     get: (id) => Effect.sync(() => Option.fromNullable(records.get(id))),

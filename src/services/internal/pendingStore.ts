@@ -154,6 +154,7 @@ export const fencedWrites = [
   "logSession",
   "completeDecision",
   "settleDeciding",
+  "recordDone",
   "markDelivered"
 ] as const
 
@@ -168,6 +169,7 @@ export const feedWrites: ReadonlySet<string> = new Set([
   "recordDecision",
   "completeDecision",
   "settleDeciding",
+  "recordDone",
   "recordResponse",
   "markDelivered"
 ])
@@ -378,6 +380,13 @@ export const checkDecision = (
   return undefined
 }
 
+/** What is wrong with a `recordDone` input, if anything. */
+export const checkDone = (input: DecisionRequests.DoneInput): string | undefined => {
+  if (typeof input !== "object" || input === null) return "the decision must be an object"
+  return checkDecision({ ...input, now: input.requestedAt }) ??
+    checkComplete({ id: input.id, state: "done", outcome: input.outcome, by: input.by, now: input.now })
+}
+
 /** What is wrong with a `recordResponse` input, if anything. */
 export const checkResponse = (
   input: {
@@ -502,7 +511,7 @@ export const maxNotesPrune = 10_000
  * `InboxQueries` and `DecisionRequests`, and `ChangeFeed` but its signal. */
 export type InboxMethods =
   & InboxQueries.Service
-  & Omit<DecisionRequests.Service, "settleDeciding">
+  & Omit<DecisionRequests.Service, "settleDeciding" | "recordDone">
   & Omit<ChangeFeed.Service, "changed">
 
 /**

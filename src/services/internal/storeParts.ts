@@ -47,6 +47,7 @@ export const partKeys = {
     "requestedDecisions",
     "completeDecision",
     "settleDeciding",
+    "recordDone",
     "recordResponse",
     "responses",
     "undeliveredResponses",

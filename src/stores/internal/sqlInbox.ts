@@ -21,6 +21,7 @@ import {
   checkComplete,
   checkCountQuery,
   checkDecision,
+  checkDone,
   checkFeed,
   checkIds,
   checkRequested,
@@ -500,6 +501,82 @@ export const settleDeciding = (
           sql.withTransaction(settleThenComplete(records.settle(settle), inbox.completeDecision(completion))),
           (error): error is SqlError => error instanceof SqlError,
           (error) => Effect.fail(writeFailed("settleDeciding")(error))
+        )
+    })
+  })
+
+/** The statement that records a decision `done` (`recordDone`), `INSERT ... SELECT ... RETURNING id`. */
+const doneInsert = (
+  sql: SqlClient.SqlClient,
+  input: DecisionRequests.DoneInput,
+  json: string,
+  condition: Statement.Fragment
+) =>
+  sql<{ readonly id: string }>`INSERT INTO effect_resolve_decisions
+      (id, action_id, session, reviewer, action, reason, amendment, state, outcome, requested_at, settled_at,
+        settled_by)
+    SELECT ${input.id}, id, session, ${input.reviewer}, ${input.action}, ${input.reason}, ${json}, 'done',
+      ${input.outcome}, ${input.requestedAt}, ${input.now}, ${input.by}
+    FROM effect_resolve_pending WHERE id = ${input.actionId} ${condition}
+    ON CONFLICT DO NOTHING
+    RETURNING id`
+
+/**
+ * `recordDone`: the decision alone (fenced: only while the store's owner epoch is the latest); with a settle, on
+ * Postgres one statement (the settle and the insert as two data-modifying `WITH` parts, the insert only when the
+ * settle took effect), on SQLite the two in one transaction.
+ */
+export const recordDone = (
+  store: Pick<SqlStore, "sql" | "owns" | "unlessFenced" | "write">,
+  records: Pick<ActionRecords.Service, "settle">
+) =>
+(
+  input: DecisionRequests.DoneInput,
+  settle?: ActionRecords.SettleInput
+): Effect.Effect<DecisionRequests.Done, PendingStoreError> =>
+  Effect.suspend(() => {
+    const problem = checkDone(input) ?? (settle === undefined ? undefined : checkSettle(settle))
+    if (problem !== undefined) return Effect.fail(invalidInput("recordDone", problem))
+    const amendment = amendmentJson(input.amendment)
+    if ("problem" in amendment) return Effect.fail(invalidInput("recordDone", amendment.problem))
+    const { owns, sql, unlessFenced, write } = store
+    const alone = (condition: Statement.Fragment) =>
+      Effect.map(
+        write("recordDone", doneInsert(sql, input, amendment.json, condition).withoutTransform),
+        (rows) => rows.length > 0
+      )
+    if (settle === undefined) {
+      return Effect.flatMap(alone(owns), (recorded): Effect.Effect<DecisionRequests.Done, PendingStoreError> =>
+        recorded ?
+          Effect.succeed({ settled: true, recorded }) :
+          unlessFenced("recordDone", { settled: true, recorded }))
+    }
+    return sql.onDialectOrElse({
+      pg: () => {
+        const statement = sql<{ readonly settled: unknown; readonly recorded: unknown }>`WITH
+          s AS (${settleUpdate(store, settle)}),
+          d AS (${doneInsert(sql, input, amendment.json, sql.literal("AND EXISTS (SELECT 1 FROM s)"))})
+          SELECT (SELECT count(*) FROM s) AS settled, (SELECT count(*) FROM d) AS recorded`
+        return Effect.flatMap(write("recordDone", statement.withoutTransform), ([row]): Effect.Effect<
+          DecisionRequests.Done,
+          PendingStoreError
+        > => {
+          const settled = seqOf(row?.settled ?? 0) > 0
+          const recorded = seqOf(row?.recorded ?? 0) > 0
+          return settled ? Effect.succeed({ settled, recorded }) : unlessFenced("recordDone", { settled, recorded })
+        })
+      },
+      orElse: () =>
+        Effect.catchIf(
+          sql.withTransaction(
+            Effect.flatMap(records.settle(settle), (settled): Effect.Effect<DecisionRequests.Done, PendingStoreError> =>
+              settled ?
+                Effect.map(alone(sql.literal("")), (recorded) => ({ settled, recorded })) :
+                Effect.succeed({ settled, recorded: false }))
+          ),
+          (error): error is SqlError => error instanceof SqlError,
+          (error) =>
+            Effect.fail(writeFailed("recordDone")(error))
         )
     })
   })

@@ -472,6 +472,68 @@ export const inboxConformance = (test: PartTest): void => {
         )
       }))
 
+    test("recordDone: a decision made and run at once, recorded with the settle (only after a settle) or alone", (store) =>
+      Effect.gen(function*() {
+        yield* store.insert(record("a", { session: "s7" }))
+        yield* store.insert(record("b"))
+        yield* store.claim({ id: "a", owner: "o", leaseUntil: T0 + 1_000, now: T0 + 1 })
+        const done = (id: string, actionId: string, outcome = `Applied ${actionId}.`) => ({
+          id,
+          actionId,
+          reviewer: "ann",
+          action: "apply" as const,
+          reason: "Fine.",
+          amendment: { text: "as amended\u0000" },
+          requestedAt: T0 + 2,
+          outcome,
+          by: "w",
+          now: T0 + 7
+        })
+        const settle = (owner: string) => ({
+          id: "a",
+          owner,
+          to: "applied" as const,
+          outcome: Option.some("Applied a."),
+          now: T0 + 7
+        })
+        // Another owner's settle changes nothing: neither settled nor recorded.
+        deepStrictEqual(yield* store.recordDone(done("dc_done_1", "a"), settle("x")), {
+          settled: false,
+          recorded: false
+        })
+        deepStrictEqual(yield* store.decisions("a"), [])
+        strictEqual(Option.getOrThrow(yield* store.get("a")).status, "resolving")
+        deepStrictEqual(yield* store.recordDone(done("dc_done_1", "a"), settle("o")), { settled: true, recorded: true })
+        strictEqual(Option.getOrThrow(yield* store.get("a")).status, "applied")
+        deepStrictEqual(yield* store.decisions("a"), [{
+          id: "dc_done_1",
+          actionId: "a",
+          session: "s7",
+          reviewer: "ann",
+          action: "apply",
+          reason: "Fine.",
+          amendment: { text: "as amended\u0000" },
+          state: "done",
+          outcome: "Applied a.",
+          requestedAt: T0 + 2,
+          settledAt: T0 + 7,
+          settledBy: "w"
+        }])
+        deepStrictEqual(yield* store.requestedDecisions({ limit: 10 }), [], "recorded done, never requested")
+        // Alone (after a settle written apart): once per id, and only for a known action.
+        deepStrictEqual(yield* store.recordDone(done("dc_done_2", "b")), { settled: true, recorded: true })
+        deepStrictEqual(yield* store.recordDone(done("dc_done_2", "b", "again")), { settled: true, recorded: false })
+        deepStrictEqual((yield* store.decisions("b")).map((d) => d.outcome), ["Applied b."])
+        deepStrictEqual(yield* store.recordDone(done("dc_done_3", "nobody")), { settled: true, recorded: false })
+        // Bad input changes nothing.
+        strictEqual(
+          (yield* storeError(store.recordDone({ ...done("dc_done_4", "b"), reason: " " }))).operation,
+          "recordDone"
+        )
+        strictEqual((yield* storeError(store.recordDone({ ...done("bad id", "b") }))).operation, "recordDone")
+        deepStrictEqual((yield* store.decisions("b")).length, 1)
+      }))
+
     test("pruning a settled record removes its decisions too", (store) =>
       Effect.gen(function*() {
         yield* store.insert(record("a"))
