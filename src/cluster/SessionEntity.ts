@@ -9,8 +9,9 @@
  * - `Run`: one run at a time per session, in arrival order. The prompt carries the run's id in the conversation
  *   itself (a provider option no provider reads), saved with each turn: a runner that receives the run again after
  *   another died continues it without adding the prompt twice, and replies at once if it had already finished.
- * - `Decide`: `resolve` by id, as a person; it runs alongside a run (the claim is exactly-once), and the model is
- *   told with its next request (the note is recorded in the `SteeringJournal` before the decision is answered).
+ * - `Decide`: a person's decision by id, through `Decisions` like every reviewer's decision: recorded in the store,
+ *   then run here alongside a run (the claim is exactly-once) and completed with the settle of its action; the model
+ *   is told with its next request, from the decision as stored (durable before the decision is answered).
  * - `Steer`: recorded in the `SteeringJournal` before it is answered, then queued for the next request; a session
  *   that opens (after its runner died) queues again every recorded message its saved conversation does not hold.
  * - `List`, `Get`: the pending set of the session.
@@ -49,15 +50,15 @@ import * as Scope from "effect/Scope"
 import { type DurableSteering, TurnDriver } from "../agent/TurnDriver.js"
 import { isOwnershipLost, type PendingStoreError } from "../domain/Errors.js"
 import type { SteeringMessage } from "../domain/SteeringMessage.js"
-import * as ToolResult from "../domain/ToolResult.js"
 import * as ResolveRuntime from "../layers/ResolveRuntime.js"
 import { localVerdict } from "../services/internal/runtimeInstance.js"
-import { type PendingActionInfo, PendingActions, type ResolveOptions } from "../services/PendingActions.js"
+import { type PendingActionInfo, PendingActions } from "../services/PendingActions.js"
 import { PendingStore } from "../services/PendingStore.js"
 import type { SessionOwnership } from "../services/SessionOwnership.js"
 import { SteeringBus } from "../services/SteeringBus.js"
 import { ToolChoiceQueue } from "../services/ToolChoiceQueue.js"
-import { decodeResolveParams, resolveWith } from "../tools/Resolve.js"
+import { make as decisionsOn } from "../tools/Decisions.js"
+import { decodeResolveParams } from "../tools/Resolve.js"
 import { SessionAgent } from "./SessionAgent.js"
 import { type DecisionKind, type DecisionReply, Session, type SessionAction } from "./SessionProtocol.js"
 import { SteeringJournal } from "./SteeringJournal.js"
@@ -97,16 +98,19 @@ export const runOptionKey = "effect-resolve"
 export const steerType = "session-steer"
 
 /**
- * The `customType` of the steering message that tells the model about a person's decision.
+ * The `customType` of the steering message that told the model about a person's decision in 0.3.
  *
+ * @deprecated Since 0.4 a decision through the cluster is a reviewer's decision like any other, told to the model as
+ * `Decisions.decisionMessageType` with `Decisions.decisionText`.
  * @since 0.3.0
  * @category constants
  */
 export const decisionType = "resolve-decision"
 
 /**
- * The text that tells the model a person decided one of its pending actions.
+ * The text that told the model in 0.3 that a person decided one of its pending actions.
  *
+ * @deprecated Since 0.4 the model reads `Decisions.decisionText` of the decision as stored.
  * @since 0.3.0
  * @category constructors
  */
@@ -234,14 +238,6 @@ export const previousOwnerDone = (
   })
 
 /**
- * The id under which a person's decision note on `actionId` is recorded (one note per action: it is decided once).
- *
- * @since 0.4.0
- * @category constructors
- */
-export const decisionSteerId = (actionId: string): string => `decision:${actionId}`
-
-/**
  * The session's durable steering for its turn driver, on the journal: what it recorded and has not delivered (each
  * message carrying its id), and where delivered ids are marked.
  *
@@ -261,9 +257,6 @@ export const durableSteering = (journal: SteeringJournal.Service, session: strin
 })
 
 const targetOf = (decision: DecisionKind) => decision === "discard" ? "discarded" : "applied"
-
-/** A settle that did not settle (another process had recovered the action): its decision note is rolled back. */
-const notSettled = { _tag: "NotSettled" } as const
 
 /** A session opened on this runner: its services, and what its handlers need. */
 interface Opened {
@@ -483,6 +476,12 @@ export const make = (options: Options = {}) =>
       if (yield* journal.record(session, steerId, message)) yield* queue(s, message)
     })
 
+    /**
+     * A person's decision, through `Decisions` as every reviewer's decision goes: recorded, then run here exactly as
+     * a model's `resolve` would (the claim makes it once), completed with the settle of its action. The model hears
+     * it in its next request, from the decision as stored (a session tells the model of every preview it was shown
+     * that a reviewer settled): durable before the answer, whichever runner owns the session next.
+     */
     const decide = Effect.fn("SessionEntity.decide")(function*(s: Opened, payload: {
       readonly id: string
       readonly decision: DecisionKind
@@ -490,82 +489,29 @@ export const make = (options: Options = {}) =>
       readonly by: string
       readonly amendment?: string | undefined
     }) {
-      const params = yield* decodeResolveParams({
-        action: payload.decision === "discard" ? "discard" : "apply",
+      const action = payload.decision === "discard" ? "discard" : "apply"
+      // Bad parameters are refused as a model's `resolve` call's are, before anything is recorded.
+      yield* decodeResolveParams({
+        action,
         reason: payload.reason,
         extra: payload.decision === "amend" ? { amendment: payload.amendment ?? "" } : null,
         id: payload.id
       })
-      const target = targetOf(payload.decision)
-      const steerId = decisionSteerId(payload.id)
-      const noteOn = (label: string) =>
-        Effect.map(Clock.currentTimeMillis, (timestamp): SteeringMessage => ({
-          customType: decisionType,
-          content: decisionText(payload, { id: payload.id, label }),
-          details: { actionId: payload.id, by: payload.by, decision: payload.decision, steerId },
-          display: false,
-          attribution: "agent",
-          timestamp
-        }))
-      // The note to the model is committed in the same transaction as the store write that settles the action:
-      // durable before the answer at no extra commit, and never stored for a decision that did not take effect. If
-      // that transaction fails on the journal's side, the settle is written alone and the note recorded after it.
-      let noted: SteeringMessage | undefined
-      const settleWith: NonNullable<ResolveOptions["settleWith"]> = (settle, action) =>
-        action.id !== payload.id ? settle : Effect.flatMap(noteOn(action.label), (message) =>
-          journal.replaceWith(
-            session,
-            steerId,
-            message,
-            Effect.filterOrFail(settle, (settled) => settled, () => notSettled)
-          ).pipe(
-            Effect.tap(() => Effect.sync(() => (noted = message))),
-            Effect.catchAll((error) => error === notSettled ? Effect.succeed(false) : settle)
-          ))
+      const decisions = decisionsOn(Option.getOrElse(s.pending.store, () => store))
       // An amendment reaches the kind's `apply` decoded with its `amendment` Schema (`call.amendment`; the text, the
       // Schema's encoded form here), and, as in 0.3, as `extra.amendment`.
-      const result = yield* Effect.either(resolveWith(
-        params,
-        payload.decision === "amend" ?
-          {
-            amendment: { actionId: payload.id, reviewer: payload.by, encoded: payload.amendment ?? "" },
-            settleWith
-          } :
-          { settleWith }
-      ))
-      if (Either.isLeft(result)) {
-        const error = result.left
-        // Already in the state this decision asks for: a redelivered decision, or the same one made first by the
-        // model or another person. Its recorded outcome is the answer.
-        if (error._tag === "PendingActionNotPending" && error.status === target) {
-          // Recorded and queued now unless a note was recorded before (queued or delivered already); also when the
-          // model or another path made the same decision first: the model is told that this person decided so too.
-          const info = yield* s.pending.get(payload.id)
-          const message = yield* noteOn(Option.getOrElse(Option.map(info, (i) => i.label), () => payload.id))
-          if (yield* journal.record(session, steerId, message)) yield* queue(s, message)
-          return {
-            id: payload.id,
-            status: target,
-            text: Option.getOrElse(Option.flatMap(info, (i) => i.outcome), () => ""),
-            settledBefore: true
-          } satisfies DecisionReply
-        }
-        return yield* Effect.fail(error)
-      }
-      // The decision took effect here, now: its note, committed with the settle (or recorded now, the label from the
-      // result), is queued once.
-      let message = noted
-      if (message === undefined) {
-        const details = result.right.details as { readonly label?: unknown } | undefined
-        message = yield* noteOn(typeof details?.label === "string" ? details.label : payload.id)
-        yield* journal.replace(session, steerId, message)
-      }
-      yield* queue(s, message)
+      const decided = yield* decisions.decide({
+        actionId: payload.id,
+        reviewer: payload.by,
+        action,
+        reason: payload.reason,
+        amendment: payload.decision === "amend" ? payload.amendment ?? "" : null
+      }, `session:${session}`)
       return {
         id: payload.id,
-        status: target,
-        text: ToolResult.textOf(result.right),
-        settledBefore: false
+        status: targetOf(payload.decision),
+        text: decided.message,
+        settledBefore: decided.settledBefore
       } satisfies DecisionReply
     })
 

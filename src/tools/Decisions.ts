@@ -1,10 +1,11 @@
 /**
  * A reviewer's decisions, one path for every process that handles them (the approval inbox, a session's turn
- * driver): `record` a decision (`requested`, at most one per action) or a response (a message that leaves the
- * action pending); `run` a requested decision exactly as a model's `resolve` call would, exactly once (the store's
- * claim makes it so, whoever else tries), completing it `done` or `failed` in the same transaction as the settle of
- * its action; `tell` the model through the session's `SteeringBus`, with the reviewer's reason once, what they
- * changed and the result.
+ * driver, a cluster session's owner): `record` a decision (`requested`, at most one per action) or a response (a
+ * message that leaves the action pending); `run` a requested decision exactly as a model's `resolve` call would,
+ * exactly once (the store's claim makes it so, whoever else tries), completing it `done` or `failed` in the same
+ * transaction as the settle of its action; or `decide` one made now where its session runs (the cluster's
+ * `SessionClient.decide`), recorded with its settle; `tell` the model through the session's `SteeringBus`, with the
+ * reviewer's reason once, what they changed and the result.
  *
  * @example
  * ```ts
@@ -33,13 +34,15 @@ import * as Layer from "effect/Layer"
 import * as Option from "effect/Option"
 import * as Schedule from "effect/Schedule"
 import * as DecisionModel from "../domain/Decision.js"
-import type { PendingStoreError } from "../domain/Errors.js"
+import type { InvalidResolveParams, PendingStoreError } from "../domain/Errors.js"
 import { isTerminal, type PendingRecord } from "../domain/PendingRecord.js"
+import type { ResolveError } from "../domain/ResolveParams.js"
 import * as ReviewerResponse from "../domain/ReviewerResponse.js"
 import * as ToolResult from "../domain/ToolResult.js"
 import { capText, messageOf } from "../internal/render.js"
 import type { DecisionRequests } from "../services/DecisionRequests.js"
-import { outcomeMax, runningDecision } from "../services/internal/decisionSettle.js"
+import { decidingNow, doneDecision, outcomeMax, runningDecision } from "../services/internal/decisionSettle.js"
+import { PendingActions } from "../services/PendingActions.js"
 import { PendingStore } from "../services/PendingStore.js"
 import { SteeringBus } from "../services/SteeringBus.js"
 import { type ResolveServices, resolveWith } from "./Resolve.js"
@@ -86,6 +89,21 @@ export declare namespace Decisions {
   }
 
   /**
+   * What `decide` did: the action is in the state decided (`applied` or `discarded`); `decision` as completed (`none`
+   * when the action was settled that way before, by the model or another path, with no reviewer's decision), the
+   * result text, and whether the action was in that state already (a redelivered decision, or the same decision made
+   * first by another path).
+   *
+   * @since 0.4.0
+   * @category models
+   */
+  export interface Decided {
+    readonly decision: Option.Option<DecisionModel.Decision>
+    readonly message: string
+    readonly settledBefore: boolean
+  }
+
+  /**
    * @since 0.4.0
    * @category models
    */
@@ -108,6 +126,19 @@ export declare namespace Decisions {
       decision: DecisionModel.Decision,
       by: string
     ) => Effect.Effect<Decisions.Ran, PendingStoreError, ResolveServices>
+    /**
+     * Runs a decision as soon as it is made, here (the process that owns the action's session, with the `resolve`
+     * services in context), by `by`, exactly as a model's `resolve` would, and records it `done` in the same write
+     * as the settle of its action (`DecisionRequests.recordDone`: no `requested` record before it, so no write more
+     * than a model's `resolve`). Answered as a model's `resolve` call is, with its typed errors
+     * (`UnknownPendingAction`, `PendingActionNotPending`, `ApplyFailed`, ...): a decision that did not take effect
+     * records nothing. The same decision again, once it took effect, answers `settledBefore: true` with its result.
+     * The session's model is told in its next request, as of every decision stored (see `tell`).
+     */
+    readonly decide: (
+      input: Decisions.DecisionInput,
+      by: string
+    ) => Effect.Effect<Decisions.Decided, ResolveError | InvalidResolveParams, ResolveServices>
     /**
      * Completes a requested decision whose action is settled already (`record` as it is now): `Done` when it
      * settled as decided after the decision was made, `Failed` otherwise.
@@ -286,18 +317,72 @@ export const make = (store: PendingStore.Service): Decisions.Service => {
       return ended(yield* complete(decision, "failed", message, by), "failed", message)
     }).pipe(Effect.withSpan("Decisions.run", { attributes: { decision: decision.id } }))
 
+  const record = (input: Decisions.DecisionInput) =>
+    Effect.flatMap(
+      DecisionModel.makeId,
+      (id) => Effect.flatMap(Clock.currentTimeMillis, (now) => store.recordDecision({ ...input, id, now }))
+    )
+
+  /**
+   * The answer to a decision on an action settled already: in the state decided, no error (with the outcome of the
+   * last decision done, else the record's); in another state, `error`.
+   */
+  const settledAs = <E>(input: Decisions.DecisionInput, error: E) =>
+    Effect.gen(function*() {
+      const record = yield* store.get(input.actionId)
+      const wanted = input.action === "apply" ? "applied" : "discarded"
+      if (Option.isNone(record) || record.value.status !== wanted) return yield* Effect.fail(error)
+      const decision = Option.fromNullable(
+        (yield* store.decisions(input.actionId)).filter((d) => d.state === "done").at(-1)
+      )
+      const message = Option.getOrElse(
+        Option.flatMap(decision, (d) => Option.fromNullable(d.outcome)),
+        () => record.value.outcome ?? ""
+      )
+      return { decision, message, settledBefore: true } satisfies Decisions.Decided
+    })
+
+  const decide = (input: Decisions.DecisionInput, by: string) =>
+    Effect.gen(function*() {
+      const pending = yield* PendingActions
+      const running = decidingNow(store, pending.session, {
+        ...input,
+        id: yield* DecisionModel.makeId,
+        requestedAt: yield* Clock.currentTimeMillis
+      }, by)
+      const exit = yield* Effect.exit(resolveWith(running.params, running.options))
+      if (Exit.isFailure(exit)) {
+        const failure = Cause.failureOption(exit.cause)
+        // Settled before (this decision sent again, or the same one made first another way): its outcome answers.
+        if (
+          Option.isSome(failure) && failure.value._tag === "PendingActionNotPending" &&
+          isTerminal(failure.value.status)
+        ) return yield* settledAs(input, failure.value)
+        return yield* Effect.failCause(exit.cause)
+      }
+      const message = ToolResult.textOf(exit.value)
+      let recorded = running.recorded()
+      if (recorded === undefined) {
+        // The write that held both failed, and the settle was written alone: the decision is recorded after it.
+        const row = running.row(message, yield* Clock.currentTimeMillis)
+        const done = yield* Effect.retry(
+          store.recordDone(row),
+          Schedule.intersect(Schedule.exponential("20 millis"), Schedule.recurs(4))
+        )
+        recorded = done.recorded ? Option.some(doneDecision(row, pending.session)) : Option.none()
+      }
+      return { decision: recorded, message, settledBefore: false } satisfies Decisions.Decided
+    }).pipe(Effect.withSpan("Decisions.decide", { attributes: { action: input.actionId } }))
+
   return Decisions.of({
-    record: (input) =>
-      Effect.flatMap(
-        DecisionModel.makeId,
-        (id) => Effect.flatMap(Clock.currentTimeMillis, (now) => store.recordDecision({ ...input, id, now }))
-      ),
+    record,
     respond: (input) =>
       Effect.flatMap(
         ReviewerResponse.makeId,
         (id) => Effect.flatMap(Clock.currentTimeMillis, (now) => store.recordResponse({ ...input, id, now }))
       ),
     run,
+    decide,
     settleAgainst,
     tell: (decision) =>
       Effect.flatMap(SteeringBus, (bus) =>

@@ -67,7 +67,10 @@ type Step = ScriptedModel.ScriptedStep
  * A store whose saves of a session's state can be stopped (`dead`): a runner that dies (SIGKILL) saves nothing more,
  * where an activation stopped in-process would still save its interrupted turn, steering included.
  */
-const killable = (dead: { value: boolean }) =>
+const killable = (
+  dead: { value: boolean },
+  also: (store: PendingStore.Service) => Partial<PendingStore.Service> = () => ({})
+) =>
   Layer.effect(
     PendingStore,
     Effect.map(PendingStore, (store) => {
@@ -76,6 +79,7 @@ const killable = (dead: { value: boolean }) =>
         ...s,
         saveConversation: (id, save) => dead.value ? refuse : s.saveConversation(id, save),
         saveSession: (id, state) => dead.value ? refuse : s.saveSession(id, state),
+        ...also(s),
         fenced: (fence) => wrap(s.fenced(fence))
       })
       return wrap(store)
@@ -83,7 +87,11 @@ const killable = (dead: { value: boolean }) =>
   ).pipe(Layer.provide(PendingStore.layerMemory))
 
 /** The agent, the shared store and the model's recorder, for a scripted list of answers. */
-const setup = (steps: ReadonlyArray<Step>, dead: { value: boolean } = { value: false }) => {
+const setup = (
+  steps: ReadonlyArray<Step>,
+  dead: { value: boolean } = { value: false },
+  also?: (store: PendingStore.Service) => Partial<PendingStore.Service>
+) => {
   const notes = makeNotes()
   const model = ScriptedModel.layer(steps)
   const agent = SessionAgent.layer({ toolkit: notes.Tools, kinds: [notes.Note], system: "You take notes." }).pipe(
@@ -92,7 +100,7 @@ const setup = (steps: ReadonlyArray<Step>, dead: { value: boolean } = { value: f
   )
   return {
     notes,
-    layer: Layer.mergeAll(agent, killable(dead), SteeringJournal.layerMemory, ShardingConfig.layer())
+    layer: Layer.mergeAll(agent, killable(dead, also), SteeringJournal.layerMemory, ShardingConfig.layer())
   }
 }
 
@@ -110,6 +118,10 @@ const resolveCall = (action: "apply" | "discard") =>
   ScriptedModel.toolCall("resolve", { action, reason: "As asked.", extra: null, id: null })
 
 const encode = Schema.encodeSync(Prompt.Prompt)
+
+/** What the model reads of `by`'s apply of `id` with the reason "Reviewed.", whose apply gave `result`. */
+const noteOf = (by: string, id: string, result: string) =>
+  `A reviewer (${by}) applied ${id}: Reviewed. Result: ${result} Do not resolve ${id} again.`
 
 /** How many of a request's user texts are exactly `text`. */
 const count = (texts: ReadonlyArray<string>, text: string) => texts.filter((t) => t === text).length
@@ -251,10 +263,7 @@ describe("Session entity", () => {
         assert.strictEqual(done.text, "Done.")
         assert.deepStrictEqual(notes.applied, ["c"])
         const requests = yield* ScriptedModel.requests
-        assert.include(
-          requests[2]!.userTexts,
-          SessionEntity.decisionText({ by: "alice", decision: "apply", reason: "Reviewed." }, action!)
-        )
+        assert.include(requests[2]!.userTexts, noteOf("alice", action!.id, "Noted c."))
         // The same decision again (a redelivery): already so. The opposite one: refused, typed.
         const again = yield* session.Decide({
           id: action!.id,
@@ -271,9 +280,13 @@ describe("Session entity", () => {
           session.Decide({ id: "pa_nope", decision: "apply", reason: "Yes.", by: "bob" })
         )
         assert.strictEqual(unknown._tag, "UnknownPendingAction")
-        // A decision that did not take effect leaves no note behind (its note is committed with the settle).
-        const journal = yield* SteeringJournal
-        assert.isFalse(yield* journal.has("s3", SessionEntity.decisionSteerId("pa_nope")))
+        // The decision is stored as every reviewer's is (done, by alice); the refused ones left nothing.
+        const store = yield* PendingStore
+        const stored = yield* store.decisions(action!.id)
+        assert.deepStrictEqual(stored.map((d) => [d.reviewer, d.action, d.state, d.outcome]), [
+          ["alice", "apply", "done", "Noted c."]
+        ])
+        assert.deepStrictEqual(yield* store.decisions("pa_nope"), [])
         const got = yield* session.Get({ id: action!.id })
         assert.strictEqual(Option.map(got, (a) => a.status).pipe(Option.getOrNull), "applied")
         assert.deepStrictEqual(notes.applied, ["c"])
@@ -281,24 +294,25 @@ describe("Session entity", () => {
       }).pipe(Effect.provide(layer))
     }))
 
-  it.live("a note the journal cannot commit with the settle is recorded after it, before the answer; the model hears it once", () =>
+  it.live("a decision the store cannot record with the settle is recorded after it, before the answer; the model hears it once", () =>
     Effect.gen(function*() {
       const decided = yield* Deferred.make<void>()
-      const { layer, notes } = setup([
-        ScriptedModel.toolCall("note", { line: "k" }),
-        Effect.as(Deferred.await(decided), resolveCall("apply")),
-        "Done."
-      ])
-      // The journal fails the transaction that would hold the note and the settle once (nothing of it is stored).
-      const memory = SteeringJournal.makeMemory()
+      // The statement that settles the action and records the decision fails once (nothing of it is stored).
       let failures = 0
-      const flaky = Layer.succeed(SteeringJournal, {
-        ...memory,
-        replaceWith: (session, id, message, alongside) =>
-          failures++ === 0 ?
-            Effect.fail(new PendingStoreError({ operation: "SteeringJournal.replaceWith", detail: "down once" })) :
-            memory.replaceWith(session, id, message, alongside)
-      })
+      const { layer, notes } = setup(
+        [
+          ScriptedModel.toolCall("note", { line: "k" }),
+          Effect.as(Deferred.await(decided), resolveCall("apply")),
+          "Done."
+        ],
+        { value: false },
+        (store) => ({
+          recordDone: (decision, settle) =>
+            settle !== undefined && failures++ === 0 ?
+              Effect.fail(new PendingStoreError({ operation: "recordDone", detail: "down once" })) :
+              store.recordDone(decision, settle)
+        })
+      )
       return yield* Effect.gen(function*() {
         const runner = yield* activate
         const session = yield* runner.client("s10")
@@ -308,18 +322,16 @@ describe("Session entity", () => {
         const reply = yield* session.Decide({ id: action!.id, decision: "apply", reason: "Reviewed.", by: "alice" })
         assert.deepStrictEqual(reply, { id: action!.id, status: "applied", text: "Noted k.", settledBefore: false })
         assert.strictEqual(failures, 1)
-        const note = SessionEntity.decisionText({ by: "alice", decision: "apply", reason: "Reviewed." }, action!)
-        // Recorded before the answer: a runner that died now would leave it for the next owner.
-        const recorded = (yield* memory.undelivered("s10")).map((entry) => entry.message.content)
-        assert.deepStrictEqual(recorded, [note])
+        // Recorded before the answer: a runner that died now would leave it for the next owner to tell.
+        const stored = yield* Effect.flatMap(PendingStore, (store) => store.decisions(action!.id))
+        assert.deepStrictEqual(stored.map((d) => [d.state, d.outcome]), [["done", "Noted k."]])
         yield* Deferred.succeed(decided, void 0)
         assert.strictEqual((yield* Fiber.join(running)).text, "Done.")
         const texts = (yield* ScriptedModel.requests)[2]!.userTexts
-        assert.strictEqual(count(texts, note), 1, JSON.stringify(texts))
+        assert.strictEqual(count(texts, noteOf("alice", action!.id, "Noted k.")), 1, JSON.stringify(texts))
         assert.deepStrictEqual(notes.applied, ["k"])
-        assert.deepStrictEqual(yield* memory.undelivered("s10"), [])
         yield* runner.stop
-      }).pipe(Effect.provide(Layer.merge(layer, flaky)))
+      }).pipe(Effect.provide(layer))
     }))
 
   it.live("a second runner given the session while the first still runs it waits until the first closed it", () => {
@@ -382,7 +394,7 @@ describe("Session entity: steering and decision notes are durable at once", () =
       yield* session.Steer({ steerId: "st-7", text: steer })
       const decided = yield* session.Decide({ id: action!.id, decision: "apply", reason: "Reviewed.", by: "alice" })
       assert.isFalse(decided.settledBefore)
-      const note = SessionEntity.decisionText({ by: "alice", decision: "apply", reason: "Reviewed." }, action!)
+      const note = noteOf("alice", action!.id, "Noted e.")
       dead.value = true
       yield* first.stop // the runner dies: its steering bus is gone, and it saves nothing more
       dead.value = false

@@ -139,4 +139,53 @@ describe("Decisions", () => {
           `resolve ${handle.id} again.`
       )
     }).pipe(Effect.provide(layer)))
+
+  it.live("decide: run at once and recorded with its settle, answered as a resolve call is; the same again is settled before", () =>
+    Effect.gen(function*() {
+      const decisions = yield* Decisions
+      const store = yield* PendingStore
+      const applied = yield* Ref.make(0)
+      const handle = yield* stageWrite(applied)
+      const input = {
+        actionId: handle.id,
+        reviewer: "ann",
+        action: "apply",
+        reason: "Ship it",
+        amendment: null
+      } as const
+      const decided = yield* decisions.decide(input, "worker-1")
+      assert.deepStrictEqual([decided.message, decided.settledBefore], ["Wrote a.ts", false])
+      assert.deepStrictEqual(
+        Option.map(decided.decision, (d) => [d.state, d.reviewer, d.settledBy]),
+        Option.some(["done", "ann", "worker-1"])
+      )
+      // Sent again (a reply lost on the way): settled before, the same result, not applied twice, not recorded twice.
+      const again = yield* decisions.decide(input, "worker-1")
+      assert.deepStrictEqual([again.message, again.settledBefore], ["Wrote a.ts", true])
+      assert.strictEqual(yield* Ref.get(applied), 1)
+      assert.strictEqual((yield* store.decisions(handle.id)).length, 1)
+      // The opposite decision, and one on an id nobody staged: refused, typed, and nothing recorded.
+      const opposite = yield* Effect.flip(decisions.decide({ ...input, action: "discard" }, "worker-1"))
+      assert.deepStrictEqual([opposite._tag, (opposite as { status?: unknown }).status], [
+        "PendingActionNotPending",
+        "applied"
+      ])
+      const unknown = yield* Effect.flip(decisions.decide({ ...input, actionId: "pa_nobody" }, "worker-1"))
+      assert.strictEqual(unknown._tag, "UnknownPendingAction")
+      assert.strictEqual((yield* store.decisions(handle.id)).length, 1)
+      assert.deepStrictEqual(yield* store.decisions("pa_nobody"), [])
+    }).pipe(Effect.provide(layer)))
+
+  it.live("decide: a failed apply answers with its typed error, leaves the action pending and records nothing", () =>
+    Effect.gen(function*() {
+      const decisions = yield* Decisions
+      const store = yield* PendingStore
+      const handle = yield* stageWrite(yield* Ref.make(0), true)
+      const error = yield* Effect.flip(
+        decisions.decide({ actionId: handle.id, reviewer: "ann", action: "apply", reason: "Go", amendment: null }, "w")
+      )
+      assert.include(error.message, "the disk is full")
+      assert.strictEqual(Option.getOrThrow(yield* store.get(handle.id)).status, "pending")
+      assert.deepStrictEqual(yield* store.decisions(handle.id), [])
+    }).pipe(Effect.provide(layer)))
 })
