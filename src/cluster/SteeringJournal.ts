@@ -74,24 +74,6 @@ export declare namespace SteeringJournal {
     readonly has: (session: string, id: string) => Effect.Effect<boolean, PendingStoreError>
     /** The session's messages not marked delivered, oldest first. */
     readonly undelivered: (session: string) => Effect.Effect<ReadonlyArray<Entry>, PendingStoreError>
-    /**
-     * Records `message` under `id`, replacing a message with this id not yet delivered (a person's decision note
-     * whose decision took effect, over a note another decision on the same action recorded and then lost).
-     */
-    readonly replace: (session: string, id: string, message: SteeringMessage) => Effect.Effect<void, PendingStoreError>
-    /**
-     * `replace`, in one transaction with `alongside` (a person's decision note with the store write that settles its
-     * action): both are committed or neither; `alongside`'s failure rolls the message back and is the result's. On
-     * SQL, `alongside`'s statements join the transaction when they run on the same database as the journal (the
-     * cluster's `SqlClient` and the `PendingStore` share one); the memory journal records the message only once
-     * `alongside` succeeded.
-     */
-    readonly replaceWith: <A, E>(
-      session: string,
-      id: string,
-      message: SteeringMessage,
-      alongside: Effect.Effect<A, E>
-    ) => Effect.Effect<A, E | PendingStoreError>
     /** Marks these messages delivered: a saved turn of the session carried them. */
     readonly markDelivered: (session: string, ids: ReadonlyArray<string>) => Effect.Effect<void, PendingStoreError>
   }
@@ -148,11 +130,6 @@ export const makeMemory = (): SteeringJournal.Service => {
     if (entries === undefined) sessions.set(session, entries = new Map())
     return entries
   }
-  const replace = (session: string, id: string, message: SteeringMessage) =>
-    Effect.sync(() => {
-      const entries = of(session)
-      if (entries.get(id)?.delivered !== true) entries.set(id, { message, delivered: false })
-    })
   return SteeringJournal.of({
     record: (session, id, message) =>
       Effect.sync(() => {
@@ -162,8 +139,6 @@ export const makeMemory = (): SteeringJournal.Service => {
         return true
       }),
     has: (session, id) => Effect.sync(() => of(session).has(id)),
-    replace,
-    replaceWith: (session, id, message, alongside) => Effect.tap(alongside, () => replace(session, id, message)),
     undelivered: (session) =>
       Effect.sync(() => [...of(session)].flatMap(([id, e]) => e.delivered ? [] : [{ id, message: e.message }])),
     markDelivered: (session, ids) =>
@@ -248,16 +223,6 @@ export const makeSql: Effect.Effect<SteeringJournal.Service, PendingStoreError, 
     const order = sql.literal(sql.onDialectOrElse({ pg: () => "seq", orElse: () => "rowid" }))
     const run = <A>(operation: string, statement: Effect.Effect<A, SqlError>) =>
       Effect.mapError(retryBusy(statement), failed(operation))
-    // Records a message under its id, replacing one with this id not yet delivered.
-    const upsert = (session: string, id: string, message: SteeringMessage) =>
-      Effect.gen(function*() {
-        const json = yield* Effect.orDie(Schema.encode(MessageJson)(message))
-        const now = yield* Clock.currentTimeMillis
-        return sql`INSERT INTO effect_resolve_cluster_steering (session, steer_id, message, recorded_at)
-          VALUES (${session}, ${id}, ${json}, ${now})
-          ON CONFLICT (session, steer_id) DO UPDATE SET message = excluded.message, recorded_at = excluded.recorded_at
-          WHERE effect_resolve_cluster_steering.delivered_at IS NULL`
-      })
     return SteeringJournal.of({
       record: (session, id, message) =>
         Effect.gen(function*() {
@@ -279,19 +244,6 @@ export const makeSql: Effect.Effect<SteeringJournal.Service, PendingStoreError, 
           ),
           (rows) => rows.length > 0
         ),
-      replace: (session, id, message) =>
-        Effect.flatMap(upsert(session, id, message), (statement) => run("replace", statement)).pipe(
-          Effect.asVoid,
-          Effect.uninterruptible
-        ),
-      replaceWith: (session, id, message, alongside) =>
-        Effect.flatMap(upsert(session, id, message), (statement) =>
-          // The whole transaction is one attempt: a caller retries it (a statement that failed inside it aborted it).
-          Effect.catchIf(
-            sql.withTransaction(Effect.zipRight(statement, alongside)),
-            (error): error is SqlError => error instanceof SqlError,
-            (error) => Effect.fail(failed("replaceWith")(error))
-          )).pipe(Effect.uninterruptible),
       undelivered: (session) =>
         Effect.gen(function*() {
           const rows = yield* run(

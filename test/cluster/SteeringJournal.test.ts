@@ -1,6 +1,7 @@
 /**
- * The steering journal's writes for a decision: `replace` puts a decision's own note over one not yet delivered,
- * `replaceWith` commits it with the settle that runs alongside it, or neither. In memory, on SQLite and Postgres.
+ * The steering journal, in memory, on SQLite and Postgres: a steer is recorded once per id (the same steer sent
+ * again is the same message), read back exactly (NUL and other bytes a store may mangle included), oldest first, and
+ * marked delivered once a saved turn carried it.
  */
 import { LibsqlClient } from "@effect/sql-libsql"
 import { assert, describe, it } from "@effect/vitest"
@@ -15,10 +16,10 @@ import { freshSchema } from "../support/postgres.js"
 
 const pg = await postgresForTests()
 
-const note = (content: string) => ({
-  customType: "resolve-decision",
+const steer = (content: string) => ({
+  customType: "session-steer",
   content,
-  details: { steerId: "decision:pa_1" },
+  details: { steerId: "st-1" },
   display: false,
   attribution: "agent" as const,
   timestamp: 1
@@ -46,50 +47,23 @@ const journals: ReadonlyArray<readonly [string, () => Layer.Layer<SteeringJourna
 ]
 
 describe.each(journals)("SteeringJournal (%s)", (_name, layer) => {
-  it.live("replace puts a note over one not delivered; never over a delivered one", () =>
+  it.live("a steer once per id, read back exactly, oldest first, until a saved turn carried it", () =>
     Effect.gen(function*() {
       const journal = yield* SteeringJournal
-      const carol = note("carol discarded it")
-      const alice = note("alice applied it")
-      assert.isTrue(yield* journal.record("s", "decision:pa_1", carol))
-      yield* journal.replace("s", "decision:pa_1", alice)
-      assert.deepStrictEqual((yield* journal.undelivered("s")).map((e) => e.message.content), ["alice applied it"])
-      yield* journal.markDelivered("s", ["decision:pa_1"])
-      yield* journal.replace("s", "decision:pa_1", carol)
-      assert.deepStrictEqual(yield* journal.undelivered("s"), [])
-      yield* journal.replace("s", "decision:pa_2", alice) // none before: recorded
-      assert.deepStrictEqual((yield* journal.undelivered("s")).map((e) => e.id), ["decision:pa_2"])
-    }).pipe(Effect.provide(layer())))
-
-  it.live("replaceWith commits the note with what runs alongside it, or neither", () =>
-    Effect.gen(function*() {
-      const journal = yield* SteeringJournal
-      const alice = note("alice applied it")
-      assert.strictEqual(yield* journal.replaceWith("s", "decision:pa_1", alice, Effect.succeed(7)), 7)
-      assert.deepStrictEqual((yield* journal.undelivered("s")).map((e) => e.id), ["decision:pa_1"])
-      // What runs alongside fails: the note is not stored, and the failure is the caller's.
-      const failed = yield* Effect.flip(
-        journal.replaceWith("s", "decision:pa_2", alice, Effect.fail("settle refused" as const))
-      )
-      assert.strictEqual(failed, "settle refused")
-      assert.isFalse(yield* journal.has("s", "decision:pa_2"))
-      if (_name !== "memory") {
-        // On SQL, a write alongside on the same database is rolled back with the note.
-        const both = journal.replaceWith(
-          "s",
-          "decision:pa_3",
-          alice,
-          Effect.zipRight(journal.record("s", "steer-9", note("a steer")), Effect.fail("refused" as const))
-        )
-        assert.strictEqual(yield* Effect.flip(both), "refused")
-        assert.deepStrictEqual([yield* journal.has("s", "decision:pa_3"), yield* journal.has("s", "steer-9")], [
-          false,
-          false
-        ])
-      }
-      // Over a delivered note it stores nothing, but what runs alongside still runs.
-      yield* journal.markDelivered("s", ["decision:pa_1"])
-      assert.strictEqual(yield* journal.replaceWith("s", "decision:pa_1", note("carol"), Effect.succeed(1)), 1)
-      assert.deepStrictEqual(yield* journal.undelivered("s"), [])
+      const odd = "Use tabs\u0000 not spaces \ud800 \u202e done."
+      assert.isTrue(yield* journal.record("s", "st-1", steer(odd)))
+      assert.isFalse(yield* journal.record("s", "st-1", steer("another text")), "the same id is the same steer")
+      assert.isTrue(yield* journal.record("s", "st-2", steer("Second.")))
+      assert.isTrue(yield* journal.record("t", "st-1", steer("Another session's.")))
+      assert.isTrue(yield* journal.has("s", "st-2"))
+      assert.isFalse(yield* journal.has("s", "st-3"))
+      assert.deepStrictEqual((yield* journal.undelivered("s")).map((e) => [e.id, e.message.content]), [
+        ["st-1", odd],
+        ["st-2", "Second."]
+      ])
+      yield* journal.markDelivered("s", ["st-1"])
+      assert.deepStrictEqual((yield* journal.undelivered("s")).map((e) => e.id), ["st-2"])
+      assert.isFalse(yield* journal.record("s", "st-1", steer(odd)), "delivered: not recorded again")
+      assert.deepStrictEqual((yield* journal.undelivered("t")).map((e) => e.id), ["st-1"])
     }).pipe(Effect.provide(layer())))
 })
