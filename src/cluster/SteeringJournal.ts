@@ -1,5 +1,5 @@
 /**
- * Where a cluster session's steering messages (a `steer`, a person's decision note) are durable at once: the
+ * Where a cluster session's steering messages (each `steer`) are durable at once: the
  * `Session` entity records each one here, keyed by its id, *before* it answers the message, and only then queues it
  * for the session's next model request. The turn that carries it holds its id in the conversation (the request's user
  * message carries `{ "effect-resolve": { steerId } }` in its options, which no provider reads), so "delivered" is

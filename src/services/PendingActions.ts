@@ -154,8 +154,8 @@ export type Fallback<E, R> = (
  *   settled the record, `false` when another process had recovered it); the wrapper's result is taken as the
  *   write's; `action.settle` is that write's input, for a wrapper that makes the write in a statement of its own. A
  *   reviewer's decision is completed with the settle this way (`Decisions.run`: `DecisionRequests.settleDeciding`),
- *   and a cluster session commits the reviewer's note to the model with it (`PendingStore.transaction`): both are
- *   stored or neither. A wrapper must make the settle at most once (through `settle`, or with `action.settle`), and
+ *   or recorded with it when it runs as soon as it is made (`Decisions.decide`: `DecisionRequests.recordDone`):
+ *   both are stored or neither. A wrapper must make the settle at most once (through `settle`, or with `action.settle`), and
  *   must not turn its failure into `true`.
  *
  * @since 0.4.0
