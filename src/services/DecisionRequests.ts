@@ -67,13 +67,7 @@ export declare namespace DecisionRequests {
    * @since 0.4.0
    * @category models
    */
-  export interface DoneInput {
-    readonly id: string
-    readonly actionId: string
-    readonly reviewer: string
-    readonly action: DecisionAction
-    readonly reason: string
-    readonly amendment: unknown
+  export interface DoneInput extends Omit<DecisionInput, "now"> {
     readonly requestedAt: number
     readonly outcome: string
     readonly by: string

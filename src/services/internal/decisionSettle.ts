@@ -8,7 +8,7 @@
  */
 import * as Effect from "effect/Effect"
 import * as Option from "effect/Option"
-import type { Decision, DecisionAction } from "../../domain/Decision.js"
+import type { Decision } from "../../domain/Decision.js"
 import type { ResolveParams } from "../../domain/ResolveParams.js"
 import { capText } from "../../internal/render.js"
 import type { DecisionRequests } from "../DecisionRequests.js"
@@ -17,6 +17,20 @@ import type { PendingStore } from "../PendingStore.js"
 
 /** The most characters of a decision's outcome kept. */
 export const outcomeMax = 4_000
+
+/** The `resolve` that runs a reviewer's decision: its parameters, and options with its amendment and `settleWith`. */
+const resolving = (
+  decision: Pick<Decision, "action" | "actionId" | "amendment" | "reason" | "reviewer">,
+  settleWith: NonNullable<ResolveOptions["settleWith"]>
+): { readonly params: ResolveParams; readonly options: ResolveOptions } => ({
+  params: { action: decision.action, reason: decision.reason, id: decision.actionId },
+  options: decision.action === "apply" && decision.amendment !== null ?
+    {
+      settleWith,
+      amendment: { actionId: decision.actionId, reviewer: decision.reviewer, encoded: decision.amendment }
+    } :
+    { settleWith }
+})
 
 /**
  * How a process runs a reviewer's `decision` (by `by`): the `resolve` parameters and options that run it (the
@@ -56,16 +70,7 @@ export const runningDecision = (
       return settle
     })
   }
-  return {
-    params: { action: decision.action, reason: decision.reason, id: decision.actionId },
-    options: decision.action === "apply" && decision.amendment !== null ?
-      {
-        settleWith,
-        amendment: { actionId: decision.actionId, reviewer: decision.reviewer, encoded: decision.amendment }
-      } :
-      { settleWith },
-    completed: () => completed
-  }
+  return { ...resolving(decision, settleWith), completed: () => completed }
 }
 
 /**
@@ -79,15 +84,7 @@ export const runningDecision = (
 export const decidingNow = (
   store: PendingStore.Service,
   session: string,
-  decision: {
-    readonly id: string
-    readonly actionId: string
-    readonly reviewer: string
-    readonly action: DecisionAction
-    readonly reason: string
-    readonly amendment: unknown
-    readonly requestedAt: number
-  },
+  decision: Omit<DecisionRequests.DoneInput, "outcome" | "by" | "now">,
   by: string
 ): {
   readonly params: ResolveParams
@@ -114,17 +111,7 @@ export const decidingNow = (
       return settle
     })
   }
-  return {
-    params: { action: decision.action, reason: decision.reason, id: decision.actionId },
-    options: decision.action === "apply" && decision.amendment !== null ?
-      {
-        settleWith,
-        amendment: { actionId: decision.actionId, reviewer: decision.reviewer, encoded: decision.amendment }
-      } :
-      { settleWith },
-    recorded: () => recorded,
-    row
-  }
+  return { ...resolving(decision, settleWith), recorded: () => recorded, row }
 }
 
 /** The decision `recordDone` stores for `input` in `session`. */

@@ -232,32 +232,23 @@ export const memoryInbox = (
         return Effect.succeed<PendingStore.RecordDecisionResult>({ _tag: "NotDecidable", record })
       }
       if (state.decisions.has(input.id)) return Effect.fail(duplicateDecision(input.id))
-      const decision: Decision = Object.freeze({
-        id: input.id,
-        actionId: record.id,
-        session: record.session,
-        reviewer: input.reviewer,
-        action: input.action,
-        reason: input.reason,
-        amendment: deepFreeze(JSON.parse(amendment.json)),
+      const decision = add(record, { ...input, requestedAt: input.now }, amendment.json, {
         state: "requested",
         outcome: null,
-        requestedAt: input.now,
         settledAt: null,
         settledBy: null
       })
-      state.decisions.set(decision.id, decision)
-      const list = state.byAction.get(record.id)
-      if (list === undefined) state.byAction.set(record.id, [decision.id])
-      else list.push(decision.id)
       state.requested.set(record.id, decision.id)
-      note(record.id)
       return Effect.succeed<PendingStore.RecordDecisionResult>({ _tag: "Recorded", decision })
     })
 
-  const insertDone = (input: DecisionRequests.DoneInput, json: string): boolean => {
-    const record = records.get(input.actionId)
-    if (record === undefined || state.decisions.has(input.id)) return false
+  /** Stores a new decision on `record` (its amendment as `json`), in the state `end` says. */
+  const add = (
+    record: PendingRecord,
+    input: Omit<DecisionRequests.DoneInput, "outcome" | "by" | "now">,
+    json: string,
+    end: Pick<Decision, "state" | "outcome" | "settledAt" | "settledBy">
+  ): Decision => {
     const decision: Decision = Object.freeze({
       id: input.id,
       actionId: record.id,
@@ -266,17 +257,21 @@ export const memoryInbox = (
       action: input.action,
       reason: input.reason,
       amendment: deepFreeze(JSON.parse(json)),
-      state: "done",
-      outcome: input.outcome,
       requestedAt: input.requestedAt,
-      settledAt: input.now,
-      settledBy: input.by
+      ...end
     })
     state.decisions.set(decision.id, decision)
     const list = state.byAction.get(record.id)
     if (list === undefined) state.byAction.set(record.id, [decision.id])
     else list.push(decision.id)
     note(record.id)
+    return decision
+  }
+
+  const insertDone = (input: DecisionRequests.DoneInput, json: string): boolean => {
+    const record = records.get(input.actionId)
+    if (record === undefined || state.decisions.has(input.id)) return false
+    add(record, input, json, { state: "done", outcome: input.outcome, settledAt: input.now, settledBy: input.by })
     return true
   }
 
