@@ -11,6 +11,9 @@
  * - `{"op":"note","text":t,"label":l,"preview":p}` stages a note with that label and preview; answers `{"id":...}`;
  * - `{"op":"open"}` answers `{"actions":[[id,status],...]}`: the session's actions not yet settled, read again;
  * - `{"op":"close"}` closes the sessions and exits.
+ *
+ * Stdout carries these JSON lines only: what the library logs (a lease renewal the busy SQLite file refused, say)
+ * goes to stderr.
  */
 import * as NodeContext from "@effect/platform-node/NodeContext"
 import { type Context, Effect, Exit, Layer, Scope } from "effect"
@@ -19,6 +22,9 @@ import { FileEditPreview } from "../../src/edit.js"
 import { PendingActions, ResolveRuntime, stageKind, track } from "../../src/index.js"
 import * as SqliteStore from "../../src/stores/SqliteStore.js"
 import { noteKind } from "./inbox.js"
+
+// Effect's default logger writes with `console.log`: to stderr here, so that a log line never breaks the protocol.
+console.log = (...args: ReadonlyArray<unknown>) => console.error(...args)
 
 const [file, root, log] = process.argv.slice(2)
 if (log === undefined) {
