@@ -76,10 +76,6 @@ export const layer = (options: Options): Layer.Layer<PendingStore | PendingStore
         Effect.catchAllDefect((cause) => Effect.fail(openFailed(options.filename, cause, "opened")))
       )
       const timeout = Math.max(0, Math.round(Duration.toMillis(options.busyTimeout ?? Duration.seconds(5))))
-      // libsql's client opens a fresh connection after every transaction, the migrator's included: the busy timeout
-      // (a per-connection setting) is set again once migrations ran. A later transaction (a conversation save, a
-      // decision completed with its settle) leaves the next connection at SQLite's default of 0: the store's own
-      // retries of a busy statement (with backoff, up to 10 s) then do what the timeout did.
       const busyTimeout = client.unsafe(`PRAGMA busy_timeout = ${timeout}`).raw
       const prepare = Effect.zipRight(busyTimeout, client.unsafe("PRAGMA journal_mode = WAL").raw).pipe(
         Effect.mapError((cause) => openFailed(options.filename, cause, "set up"))
@@ -88,12 +84,29 @@ export const layer = (options: Options): Layer.Layer<PendingStore | PendingStore
       const store = yield* Effect.provideService(
         Effect.zipRight(SqlPendingStore.migrate, SqlPendingStore.make),
         SqlClient.SqlClient,
-        client
+        withBusyTimeout(client, busyTimeout)
       )
       yield* Effect.mapError(busyTimeout, (cause) => openFailed(options.filename, cause, "set up"))
       return PendingStore.contextWithParts(store)
     })
   ).pipe(Layer.provide(Reactivity.layer))
+
+/**
+ * The client with the busy timeout set again after every transaction. libsql's client opens a fresh connection
+ * after each one (the busy timeout is a per-connection setting), which would start at SQLite's default of 0: its
+ * next transaction's `BEGIN IMMEDIATE` would then fail at once while another process writes, and libsql leaves that
+ * failed statement in progress, so that every later `COMMIT` on the connection fails ("cannot commit transaction -
+ * SQL statements in progress", tursodatabase/libsql-client-ts#352) until the garbage collector finalizes it: a
+ * settle or a save that cannot be recorded. With the timeout, the `BEGIN` waits for the other writer instead.
+ */
+const withBusyTimeout = (client: SqlClient.SqlClient, busyTimeout: Effect.Effect<unknown, unknown>) =>
+  new Proxy(client, {
+    get: (target, property, receiver) =>
+      property === "withTransaction" ?
+        <R, E, A>(effect: Effect.Effect<A, E, R>) =>
+          Effect.ensuring(target.withTransaction(effect), Effect.ignore(busyTimeout)) :
+        Reflect.get(target, property, receiver)
+  })
 
 /**
  * `layer` with its options read from `Config` (as `@effect/sql`'s `layerConfig` layers do): the file name from the

@@ -5,8 +5,9 @@
 import * as LibsqlClient from "@effect/sql-libsql/LibsqlClient"
 import * as SqlClient from "@effect/sql/SqlClient"
 import { describe, it } from "@effect/vitest"
-import { Config, ConfigError, ConfigProvider, Effect, Layer, Option, String as Str } from "effect"
+import { Config, ConfigError, ConfigProvider, Context, Effect, Layer, Option, String as Str } from "effect"
 import { deepStrictEqual, strictEqual } from "node:assert/strict"
+import { spawn } from "node:child_process"
 import * as fs from "node:fs"
 import * as path from "node:path"
 import { afterAll } from "vitest"
@@ -149,6 +150,37 @@ describe("SqliteStore", () => {
       })
       deepStrictEqual(result.history.map((e) => e.actionId), ["a", "a"])
     }))
+})
+
+const root = path.resolve(import.meta.dirname, "../..")
+
+/** A script for another process: takes the write lock of `file`, says so, and commits `ms` later. */
+const holdWriteLock = (file: string, ms: number) =>
+  `import { createClient } from "@libsql/client"
+const client = createClient({ url: ${JSON.stringify(`file:${file}`)} })
+const tx = await client.transaction("write")
+await tx.execute("UPDATE effect_resolve_pending SET label = label")
+process.stdout.write("held\\n")
+setTimeout(async () => { await tx.commit(); client.close(); process.exit(0) }, ${ms})`
+
+describe("SqliteStore under another process's writes", () => {
+  it.live("a transaction that meets another connection's write lock waits for it, and the next one commits", () =>
+    Effect.gen(function*() {
+      const file = path.join(tmp.dir, "contended.db")
+      const store = Context.get(yield* Layer.build(SqliteStore.layer({ filename: file })), PendingStore)
+      // One transaction first: libsql opens a fresh connection after it, for the store's next one.
+      yield* store.transaction(store.insert(record("a")))
+      // Another process holds the write lock for 300 ms.
+      const child = spawn(process.execPath, ["--input-type=module", "-e", holdWriteLock(file, 300)], { cwd: root })
+      const exited = new Promise<number | null>((resolve) => child.once("exit", (code) => resolve(code)))
+      yield* Effect.promise(() => new Promise<void>((resolve) => child.stdout.once("data", () => resolve())))
+      // Without a busy timeout on the fresh connection, its BEGIN fails at once, and libsql leaves that failed
+      // statement in progress: every later COMMIT on the connection then fails ("SQL statements in progress").
+      yield* store.transaction(store.insert(record("b")))
+      strictEqual(yield* Effect.promise(() => exited), 0)
+      yield* store.transaction(store.insert(record("c")))
+      deepStrictEqual((yield* store.list("s1")).map((r) => r.id).sort(), ["a", "b", "c"])
+    }).pipe(Effect.scoped))
 })
 
 describe("SqliteStore.layerConfig", () => {
