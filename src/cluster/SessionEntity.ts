@@ -9,9 +9,9 @@
  * - `Run`: one run at a time per session, in arrival order. The prompt carries the run's id in the conversation
  *   itself (a provider option no provider reads), saved with each turn: a runner that receives the run again after
  *   another died continues it without adding the prompt twice, and replies at once if it had already finished.
- * - `Decide`: a person's decision by id, through `Decisions` like every reviewer's decision: recorded in the store,
- *   then run here alongside a run (the claim is exactly-once) and completed with the settle of its action; the model
- *   is told with its next request, from the decision as stored (durable before the decision is answered).
+ * - `Decide`: a person's decision by id, through `Decisions` like every reviewer's decision: run here alongside a run
+ *   (the claim is exactly-once) and recorded with the settle of its action (`Decisions.decide`); the model is told
+ *   with its next request, from the decision as stored (durable before the decision is answered).
  * - `Steer`: recorded in the `SteeringJournal` before it is answered, then queued for the next request; a session
  *   that opens (after its runner died) queues again every recorded message its saved conversation does not hold.
  * - `List`, `Get`: the pending set of the session.
@@ -477,10 +477,10 @@ export const make = (options: Options = {}) =>
     })
 
     /**
-     * A person's decision, through `Decisions` as every reviewer's decision goes: recorded, then run here exactly as
-     * a model's `resolve` would (the claim makes it once), completed with the settle of its action. The model hears
-     * it in its next request, from the decision as stored (a session tells the model of every preview it was shown
-     * that a reviewer settled): durable before the answer, whichever runner owns the session next.
+     * A person's decision, through `Decisions` as every reviewer's decision goes: run here exactly as a model's
+     * `resolve` would (the claim makes it once), and recorded in the same write as the settle of its action. The
+     * model hears it in its next request, from the decision as stored (a session tells the model of every preview it
+     * was shown that a reviewer settled): durable before the answer, whichever runner owns the session next.
      */
     const decide = Effect.fn("SessionEntity.decide")(function*(s: Opened, payload: {
       readonly id: string

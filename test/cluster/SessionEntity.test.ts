@@ -32,6 +32,7 @@ import { SqlPendingStore } from "../../src/sqlite.js"
  */
 const makeNotes = () => {
   const applied: Array<string> = []
+  const extras: Array<unknown> = []
   const Note = ActionKind.make({
     name: "note",
     payload: Schema.Struct({ line: Schema.String }),
@@ -40,6 +41,7 @@ const makeNotes = () => {
       Effect.sync(() => {
         const written = Option.getOrElse(call.amendment, () => line)
         applied.push(written)
+        extras.push(call.extra)
         return ToolResult.text(`Noted ${written}.`)
       })
   })
@@ -58,7 +60,7 @@ const makeNotes = () => {
         (handle) => `Preview (id ${handle.id}): + ${line}`
       )
   })
-  return { applied, Note, Tools, handlers }
+  return { applied, extras, Note, Tools, handlers }
 }
 
 type Step = ScriptedModel.ScriptedStep
@@ -232,6 +234,8 @@ describe("Session entity", () => {
         yield* Deferred.succeed(decided, void 0)
         yield* Fiber.join(running)
         assert.deepStrictEqual(notes.applied, ["D!"])
+        // As in 0.3, the text is also the call's `extra.amendment`.
+        assert.deepStrictEqual(notes.extras, [{ amendment: "  D!  " }])
       }).pipe(Effect.provide(layer))
     }))
 

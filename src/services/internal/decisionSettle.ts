@@ -75,7 +75,8 @@ export const runningDecision = (
 
 /**
  * How a process runs a reviewer's decision as soon as it is made, with no `requested` record before it
- * (`Decisions.decide`): the `resolve` parameters and options that run it, with a `settleWith` that records the
+ * (`Decisions.decide`): the `resolve` parameters and options that run it (an amendment also as `extra.amendment`,
+ * as in 0.3), with a `settleWith` that records the
  * decision `done`, with the apply's result, in the same write as the settle of its action (`recordDone`, one
  * statement on Postgres); once it ran, `recorded()`: the decision as that write recorded it (`none` when a decision
  * had its id already), or `undefined` when it did not get to (the write failed and the settle was written alone: the
@@ -111,7 +112,16 @@ export const decidingNow = (
       return settle
     })
   }
-  return { ...resolving(decision, settleWith), recorded: () => recorded, row }
+  const { options, params } = resolving(decision, settleWith)
+  // As the cluster's `decide` did in 0.3, an amendment is also the call's `extra.amendment` (a kind written for 0.3
+  // reads it there; `call.amendment` is the decoded one).
+  const amended = decision.action === "apply" && decision.amendment !== null
+  return {
+    params: amended ? { ...params, extra: { amendment: decision.amendment } } : params,
+    options,
+    recorded: () => recorded,
+    row
+  }
 }
 
 /** The decision `recordDone` stores for `input` in `session`. */
