@@ -8,7 +8,6 @@ import * as Option from "effect/Option"
 import * as PubSub from "effect/PubSub"
 import * as Stream from "effect/Stream"
 import { isTerminal, type PendingEvent, type PendingRecord, type PendingStatus } from "../../domain/PendingRecord.js"
-import type { DecisionRequests } from "../DecisionRequests.js"
 import {
   checkAcquire,
   checkConversationSave,
@@ -327,10 +326,10 @@ export const makeMemory = (): PendingStore.Service => {
         const record = Effect.sync(() => insertDone(input, amendment.json))
         return settle === undefined ?
           Effect.map(record, (recorded) => ({ settled: true, recorded })) :
-          Effect.flatMap(store.settle(settle), (settled): Effect.Effect<DecisionRequests.Done> =>
-            settled ?
-              Effect.map(record, (recorded) => ({ settled, recorded })) :
-              Effect.succeed({ settled, recorded: false }))
+          Effect.map(settleThenComplete(store.settle(settle), record), ({ completed, settled }) => ({
+            settled,
+            recorded: completed
+          }))
       }),
     insert,
     get: (id) => Effect.sync(() => Option.fromNullable(records.get(id))),

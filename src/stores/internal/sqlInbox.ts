@@ -457,14 +457,44 @@ const completeUpdate = (
     SET state = ${input.state}, outcome = ${input.outcome}, settled_at = ${input.now}, settled_by = ${input.by}
     WHERE id = ${input.id} AND state = 'requested' ${condition} RETURNING id`
 
-/** What `settleDeciding` did. */
-type Settled = { readonly settled: boolean; readonly completed: boolean }
-
 /**
- * `settleDeciding`: on Postgres one statement, the settle and the decision's completion as two data-modifying
- * `WITH` parts (the completion only when the settle took effect); on SQLite, whose `WITH` holds only a `SELECT`, the
- * two in one transaction.
+ * A settle and a second write made only when the settle took effect: on Postgres one statement (two data-modifying
+ * `WITH` parts, `second` given the condition that ties it to the settle); on SQLite, whose `WITH` holds only a
+ * `SELECT`, `alongside` after the settle, in one transaction. `done`: whether the second write changed a row.
  */
+const settleAnd = (
+  store: Pick<SqlStore, "sql" | "owns" | "unlessFenced" | "write">,
+  records: Pick<ActionRecords.Service, "settle">,
+  operation: string,
+  settle: ActionRecords.SettleInput,
+  second: (afterSettle: Statement.Fragment) => Statement.Statement<{ readonly id: string }>,
+  alongside: Effect.Effect<boolean, PendingStoreError>
+): Effect.Effect<{ readonly settled: boolean; readonly done: boolean }, PendingStoreError> => {
+  const { sql, unlessFenced, write } = store
+  return sql.onDialectOrElse({
+    pg: () => {
+      const statement = sql<{ readonly settled: unknown; readonly done: unknown }>`WITH
+        s AS (${settleUpdate(store, settle)}),
+        d AS (${second(sql.literal("AND EXISTS (SELECT 1 FROM s)"))})
+        SELECT (SELECT count(*) FROM s) AS settled, (SELECT count(*) FROM d) AS done`
+      return Effect.flatMap(write(operation, statement.withoutTransform), ([row]) => {
+        const result = { settled: seqOf(row?.settled ?? 0) > 0, done: seqOf(row?.done ?? 0) > 0 }
+        return result.settled ? Effect.succeed(result) : unlessFenced(operation, result)
+      })
+    },
+    orElse: () =>
+      Effect.catchIf(
+        Effect.map(
+          sql.withTransaction(settleThenComplete(records.settle(settle), alongside)),
+          ({ completed, settled }) => ({ settled, done: completed })
+        ),
+        (error): error is SqlError => error instanceof SqlError,
+        (error) => Effect.fail(writeFailed(operation)(error))
+      )
+  })
+}
+
+/** `settleDeciding`: the settle and the decision's completion (`settleAnd`). */
 export const settleDeciding = (
   store: Pick<SqlStore, "sql" | "owns" | "unlessFenced" | "write">,
   records: Pick<ActionRecords.Service, "settle">,
@@ -473,36 +503,22 @@ export const settleDeciding = (
 (
   settle: ActionRecords.SettleInput,
   decision: { readonly id: string; readonly outcome: string; readonly by: string }
-): Effect.Effect<Settled, PendingStoreError> =>
+): Effect.Effect<{ readonly settled: boolean; readonly completed: boolean }, PendingStoreError> =>
   Effect.suspend(() => {
     const completion = { ...decision, state: "done" as const, now: settle.now }
     const problem = checkSettle(settle) ?? checkComplete(completion)
     if (problem !== undefined) return Effect.fail(invalidInput("settleDeciding", problem))
-    const { sql, unlessFenced, write } = store
-    return sql.onDialectOrElse({
-      pg: () => {
-        const statement = sql<{ readonly settled: unknown; readonly completed: unknown }>`WITH
-          s AS (${settleUpdate(store, settle)}),
-          d AS (${completeUpdate(sql, completion, sql.literal("AND EXISTS (SELECT 1 FROM s)"))})
-          SELECT (SELECT count(*) FROM s) AS settled, (SELECT count(*) FROM d) AS completed`
-        return Effect.flatMap(write("settleDeciding", statement.withoutTransform), ([row]): Effect.Effect<
-          Settled,
-          PendingStoreError
-        > => {
-          const settled = seqOf(row?.settled ?? 0) > 0
-          const completed = seqOf(row?.completed ?? 0) > 0
-          return settled ?
-            Effect.succeed({ settled, completed }) :
-            unlessFenced("settleDeciding", { settled, completed })
-        })
-      },
-      orElse: () =>
-        Effect.catchIf(
-          sql.withTransaction(settleThenComplete(records.settle(settle), inbox.completeDecision(completion))),
-          (error): error is SqlError => error instanceof SqlError,
-          (error) => Effect.fail(writeFailed("settleDeciding")(error))
-        )
-    })
+    return Effect.map(
+      settleAnd(
+        store,
+        records,
+        "settleDeciding",
+        settle,
+        (afterSettle) => completeUpdate(store.sql, completion, afterSettle),
+        inbox.completeDecision(completion)
+      ),
+      ({ done, settled }) => ({ settled, completed: done })
+    )
   })
 
 /** The statement that records a decision `done` (`recordDone`), `INSERT ... SELECT ... RETURNING id`. */
@@ -522,9 +538,8 @@ const doneInsert = (
     RETURNING id`
 
 /**
- * `recordDone`: the decision alone (fenced: only while the store's owner epoch is the latest); with a settle, on
- * Postgres one statement (the settle and the insert as two data-modifying `WITH` parts, the insert only when the
- * settle took effect), on SQLite the two in one transaction.
+ * `recordDone`: the decision alone (fenced: only while the store's owner epoch is the latest), or with a settle
+ * (`settleAnd`).
  */
 export const recordDone = (
   store: Pick<SqlStore, "sql" | "owns" | "unlessFenced" | "write">,
@@ -540,43 +555,17 @@ export const recordDone = (
     const amendment = amendmentJson(input.amendment)
     if ("problem" in amendment) return Effect.fail(invalidInput("recordDone", amendment.problem))
     const { owns, sql, unlessFenced, write } = store
+    const insert = (condition: Statement.Fragment) => doneInsert(sql, input, amendment.json, condition)
     const alone = (condition: Statement.Fragment) =>
-      Effect.map(
-        write("recordDone", doneInsert(sql, input, amendment.json, condition).withoutTransform),
-        (rows) => rows.length > 0
-      )
+      Effect.map(write("recordDone", insert(condition).withoutTransform), (rows) => rows.length > 0)
     if (settle === undefined) {
       return Effect.flatMap(alone(owns), (recorded): Effect.Effect<DecisionRequests.Done, PendingStoreError> =>
         recorded ?
           Effect.succeed({ settled: true, recorded }) :
           unlessFenced("recordDone", { settled: true, recorded }))
     }
-    return sql.onDialectOrElse({
-      pg: () => {
-        const statement = sql<{ readonly settled: unknown; readonly recorded: unknown }>`WITH
-          s AS (${settleUpdate(store, settle)}),
-          d AS (${doneInsert(sql, input, amendment.json, sql.literal("AND EXISTS (SELECT 1 FROM s)"))})
-          SELECT (SELECT count(*) FROM s) AS settled, (SELECT count(*) FROM d) AS recorded`
-        return Effect.flatMap(write("recordDone", statement.withoutTransform), ([row]): Effect.Effect<
-          DecisionRequests.Done,
-          PendingStoreError
-        > => {
-          const settled = seqOf(row?.settled ?? 0) > 0
-          const recorded = seqOf(row?.recorded ?? 0) > 0
-          return settled ? Effect.succeed({ settled, recorded }) : unlessFenced("recordDone", { settled, recorded })
-        })
-      },
-      orElse: () =>
-        Effect.catchIf(
-          sql.withTransaction(
-            Effect.flatMap(records.settle(settle), (settled): Effect.Effect<DecisionRequests.Done, PendingStoreError> =>
-              settled ?
-                Effect.map(alone(sql.literal("")), (recorded) => ({ settled, recorded })) :
-                Effect.succeed({ settled, recorded: false }))
-          ),
-          (error): error is SqlError => error instanceof SqlError,
-          (error) =>
-            Effect.fail(writeFailed("recordDone")(error))
-        )
-    })
+    return Effect.map(
+      settleAnd(store, records, "recordDone", settle, insert, alone(sql.literal(""))),
+      ({ done, settled }) => ({ settled, recorded: done })
+    )
   })
