@@ -14,6 +14,7 @@ import * as ScriptedModel from "../../src/agent/ScriptedModel.js"
 import { TurnDriver } from "../../src/agent/TurnDriver.js"
 import {
   PendingActions,
+  PendingStore,
   PendingStoreError,
   Preview,
   ResolveConfig,
@@ -57,8 +58,37 @@ const Note = Tool.make("note", {
 })
 const Tools = Toolkit.make(Write, Note)
 
+/**
+ * The SQLite store on the test's file, noting in `reads` each decision it hands out (as `method id`) through the
+ * three reads a session has of decisions.
+ */
+const countingStore = (reads: Array<string>) => {
+  const store = Layer.effect(
+    PendingStore,
+    Effect.map(PendingStore, (inner) => {
+      const note = (method: string, decisions: ReadonlyArray<{ readonly actionId: string }>) =>
+        Effect.sync(() => decisions.forEach((decision) => reads.push(`${method} ${decision.actionId}`)))
+      return PendingStore.of({
+        ...inner,
+        decisions: (actionId) => Effect.tap(inner.decisions(actionId), (found) => note("decisions", found)),
+        getDecision: (id) => Effect.tap(inner.getDecision(id), (found) => note("getDecision", Option.toArray(found))),
+        requestedDecisions: (query) =>
+          Effect.tap(
+            inner.requestedDecisions(query),
+            (found) => note("requestedDecisions", found.map((item) => item.decision))
+          )
+      })
+    })
+  ).pipe(Layer.provide(SqliteStore.layer({ filename: file })))
+  return PendingStore.layerParts.pipe(Layer.provideMerge(store))
+}
+
 /** An agent session on the SQLite file (a session of its own runtime, as an agent process has). */
-const openSession = (script: ScriptedModel.Script, written: Ref.Ref<Record<string, string>>) =>
+const openSession = (
+  script: ScriptedModel.Script,
+  written: Ref.Ref<Record<string, string>>,
+  store: Layer.Layer<PendingStore | PendingStore.Parts, PendingStoreError> = SqliteStore.layer({ filename: file })
+) =>
   Effect.gen(function*() {
     const scope = yield* Scope.make()
     const handlers = Tools.toLayer({
@@ -83,7 +113,7 @@ const openSession = (script: ScriptedModel.Script, written: Ref.Ref<Record<strin
     })
     const layer = Layer.mergeAll(TurnDriver.layerWithoutDependencies({}), handlers, ScriptedModel.layer(script)).pipe(
       Layer.provideMerge(ResolveRuntime.layerDurable({ session: "agent", kinds: [noteKind(log)] })),
-      Layer.provideMerge(SqliteStore.layer({ filename: file })),
+      Layer.provideMerge(store),
       Layer.provideMerge(ResolveConfig.layer({ enforcement: "force" }))
     )
     const context = yield* Layer.buildWithScope(layer, scope)
@@ -172,6 +202,41 @@ describe("a reviewer's decision, on the session's side", () => {
       const last = (yield* session.run(ScriptedModel.requests)).at(-1)!
       assert.strictEqual(last.userTexts.filter((t) => t.startsWith("A reviewer")).length, 1)
       assert.strictEqual(fs.readFileSync(log, "utf8"), "as amended\n", "applied once")
+      yield* session.close
+    }))
+
+  it.live("a reviewer's reason on its way to the model: the owner reads the decision once, the request says it once", () =>
+    Effect.gen(function*() {
+      const written = yield* Ref.make<Record<string, string>>({})
+      const reads: Array<string> = []
+      const session = yield* openSession(
+        [ScriptedModel.toolCall("note", { text: "first draft" }), "Done.", "Still done."],
+        written,
+        countingStore(reads)
+      )
+      assert.strictEqual((yield* session.run(drive("Take a note", 1)))._tag, "Left")
+      const [id] = yield* session.run(openIds)
+      const reason = "Reads well; ship it."
+      const answer = yield* Effect.promise(() =>
+        post(running, `/api/actions/${id}/decision`, tokens.owner, { action: "apply", reason })
+      )
+      assert.strictEqual(answer.json.outcome, "applied", answer.text)
+      assert.deepStrictEqual(reads, [], "nothing of the decision read before the session's next turn")
+
+      assert.strictEqual((yield* session.run(drive("Continue.")))._tag, "Right")
+      // The owner's only read of it: the stored decision, once; the inbox ran it, so none is requested.
+      assert.deepStrictEqual(reads, [`decisions ${id}`])
+      const next = (yield* session.run(ScriptedModel.requests)).at(-1)!
+      const occurrences = (text: string) => text.split(reason).length - 1
+      assert.strictEqual(occurrences(JSON.stringify(next.prompt)), 1, "the reason, once in the whole request")
+      assert.deepStrictEqual(next.userTexts.filter((text) => occurrences(text) > 0), [
+        `A reviewer (ann) applied ${id}: Result: Noted first draft (${reason}). Do not resolve ${id} again.`
+      ])
+      // Told: a later turn neither reads it again nor repeats it.
+      assert.strictEqual((yield* session.run(drive("And now?")))._tag, "Right")
+      assert.deepStrictEqual(reads, [`decisions ${id}`])
+      const last = (yield* session.run(ScriptedModel.requests)).at(-1)!
+      assert.strictEqual(occurrences(JSON.stringify(last.prompt)), 1)
       yield* session.close
     }))
 
