@@ -86,7 +86,10 @@ export interface Options<Kinds extends ReadonlyArray<ActionKind.AnyContract>> {
    * session's own process to run, as any other action's.
    */
   readonly kinds?: Kinds | undefined
-  /** How often the change feed is read (default 250 milliseconds). */
+  /**
+   * How often the change feed is swept (default 250 milliseconds). While an event stream is open it is also read at
+   * once when the store signals a change; while none is, only this sweep reads it.
+   */
   readonly pollInterval?: Duration.DurationInput | undefined
   /** How often decisions left `requested` are looked at again (default 5 seconds). */
   readonly sweepInterval?: Duration.DurationInput | undefined

@@ -1,9 +1,11 @@
 /**
  * The inbox's change feed: one reader per inbox reads the store's feed (every transition of every record, from any
  * process, and the inbox's own notes: decisions, snoozes) and publishes what changed to every subscriber, so many
- * server-sent event streams cost one query per read. It reads when the store signals a change
- * (`PendingStore.Service.changed`: `LISTEN`/`NOTIFY` on Postgres, this store's own writes in one process), and at
- * least every `interval` (the sweep for what no signal reaches).
+ * server-sent event streams cost one query per read. While a stream listens, it reads when the store signals a
+ * change (`PendingStore.Service.changed`: `LISTEN`/`NOTIFY` on Postgres, this store's own writes in one process), and
+ * at least every `interval` (the sweep for what no signal reaches). While none listens, it only keeps its place, once
+ * every `interval` (one query, whatever changed), and reads no record: an inbox with no page open costs its decisions
+ * nothing here.
  *
  * Postgres hands out sequence numbers before a transaction commits, so a reader can see number 11 before 10 is
  * visible. A number skipped is remembered as a gap and asked for again on each tick until it shows up or
@@ -61,7 +63,7 @@ export interface Options {
 export interface Feed {
   /** A subscription to every batch from now on. */
   readonly subscribe: Effect.Effect<Queue.Dequeue<Batch>, never, Scope.Scope>
-  /** Polls now rather than at the next tick (this process changed something). */
+  /** Polls now rather than at the next tick (this process changed something), while a subscription is open. */
   readonly poke: Effect.Effect<void>
 }
 
@@ -77,6 +79,10 @@ export const make = (
     const start = yield* Effect.orElseSucceed(store.feedHead, () => ({ journal: 0, notes: 0 }))
     const journal = new Tracker(start.journal, 1_000)
     const notes = new Tracker(start.notes, 1_000)
+    // The subscriptions open now: with none, a change signal does not make the feed read, nor does a tick list what
+    // changed (no one would hear it).
+    let listening = 0
+    const signal = Effect.suspend(() => listening > 0 ? Queue.offer(poked, undefined) : Effect.succeed(false))
 
     // One read of the feed; true when a source gave a full batch (more may be waiting).
     const tick = Effect.gen(function*() {
@@ -97,7 +103,7 @@ export const make = (
       }
       journal.expire(now - options.gapTimeout)
       notes.expire(now - options.gapTimeout)
-      if (ids.size > 0) {
+      if (ids.size > 0 && listening > 0) {
         const listed = yield* store.getActions([...ids])
         const found = new Set(listed.map((item) => item.record.id))
         yield* PubSub.publish(hub, { listed, removed: [...ids].filter((id) => !found.has(id)) })
@@ -108,7 +114,7 @@ export const make = (
     // Pushed: the store signals that the feed may hold something new (Postgres: from any process); the poll at
     // `interval` stays as the sweep for what no signal reaches (another process on a SQLite file, a dropped listener).
     yield* Effect.forkScoped(
-      Stream.runForEach(store.changed, () => Queue.offer(poked, undefined)).pipe(
+      Stream.runForEach(store.changed, () => signal).pipe(
         Effect.catchAllCause((cause) =>
           Effect.logWarning(
             "effect-resolve inbox: the store's change signal stopped; the change feed is polled only",
@@ -129,7 +135,12 @@ export const make = (
     ))
 
     return {
-      subscribe: PubSub.subscribe(hub),
-      poke: Effect.asVoid(Queue.offer(poked, undefined))
+      subscribe: Effect.zipRight(
+        Effect.acquireRelease(Effect.sync(() => listening++), () => Effect.sync(() => listening--)),
+        // Read at once: what changed since the last tick (not listed while no one listened) reaches the new
+        // subscriber without waiting for the next one.
+        Effect.zipLeft(PubSub.subscribe(hub), Queue.offer(poked, undefined))
+      ),
+      poke: Effect.asVoid(signal)
     }
   })
