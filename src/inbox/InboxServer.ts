@@ -552,7 +552,10 @@ starts, and a program calls <code>InboxServer.loginLink()</code>. If you already
 </html>
 `
 
-/** The page's files, at `/`, `/inbox.js`, `/inbox.css`, `/favicon.svg` (no authentication: the page asks for it). */
+/**
+ * The page's files, at `/`, `/inbox.js` and the modules it imports, `/inbox.css`, `/favicon.svg` (no authentication:
+ * the page asks for it).
+ */
 const pageRoutes = (assets: Page.Assets) =>
   HttpApiBuilder.Router.use((router) =>
     Effect.forEach(assets, ([path, asset]) =>

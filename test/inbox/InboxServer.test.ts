@@ -176,10 +176,22 @@ describe("authentication comes first", () => {
     assert.strictEqual(page.headers["referrer-policy"], "no-referrer")
     assert.strictEqual(page.headers["x-frame-options"], "DENY")
     const script = await request(running, "GET", "/inbox.js")
-    assert.strictEqual(script.status, 200)
-    assert.include(script.headers["content-type"], "text/javascript")
-    assert.notInclude(script.text, "innerHTML")
-    assert.notInclude(script.text, "insertAdjacentHTML")
+    // The script and every module it imports: served from this origin, none writing markup.
+    const imported = [...script.text.matchAll(/^import .* from "\.\/([a-z]+\.js)"$/gm)].map((m) => m[1])
+    assert.deepStrictEqual(imported.sort(), ["common.js", "editor.js", "filters.js", "format.js"])
+    for (
+      const [path, module] of [
+        ["/inbox.js", script],
+        ...await Promise.all(
+          imported.map(async (name) => [`/${name}`, await request(running, "GET", `/${name}`)] as const)
+        )
+      ] as const
+    ) {
+      assert.strictEqual(module.status, 200, path)
+      assert.include(module.headers["content-type"], "text/javascript", path)
+      assert.notInclude(module.text, "innerHTML", path)
+      assert.notInclude(module.text, "insertAdjacentHTML", path)
+    }
     assert.strictEqual((await request(running, "GET", "/inbox.css")).status, 200)
     const again = await request(running, "GET", "/inbox.js", {
       headers: { "if-none-match": script.headers.etag as string }

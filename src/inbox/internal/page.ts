@@ -1,5 +1,5 @@
 /**
- * The inbox's page: plain files in `src/inbox/page/` (HTML, an ES2022 script, CSS, an icon), served as they are. No
+ * The inbox's page: plain files in `src/inbox/page/` (HTML, ES2022 modules, CSS, an icon), served as they are. No
  * build step and no library: what the browser runs is what the repository holds, and the Content-Security-Policy
  * (`script-src 'self'`, no inline script) allows exactly these files. The package ships `src/`, and this module sits
  * three levels below the package root both as `src/inbox/internal/page.ts` (run with tsx) and as
@@ -22,6 +22,11 @@ export type Assets = ReadonlyMap<string, Asset>
 const files = [
   ["/", "index.html", "text/html; charset=utf-8"],
   ["/inbox.js", "inbox.js", "text/javascript; charset=utf-8"],
+  // The modules inbox.js imports.
+  ["/common.js", "common.js", "text/javascript; charset=utf-8"],
+  ["/format.js", "format.js", "text/javascript; charset=utf-8"],
+  ["/filters.js", "filters.js", "text/javascript; charset=utf-8"],
+  ["/editor.js", "editor.js", "text/javascript; charset=utf-8"],
   ["/inbox.css", "inbox.css", "text/css; charset=utf-8"],
   ["/favicon.svg", "favicon.svg", "image/svg+xml"]
 ] as const

@@ -1,100 +1,12 @@
 // The approval inbox's page: plain ES2022, no library, no build step. Everything a model wrote (labels, previews,
 // diffs, file names, reasons, outcomes) is untrusted: it reaches the page only through textContent and attributes
-// set with setAttribute on elements made here, never as markup. The server's Content-Security-Policy allows this
-// file and no inline script.
+// set with setAttribute on elements made here, never as markup. The server's Content-Security-Policy allows these
+// modules (this one, common.js, format.js, filters.js, editor.js) and no inline script.
 
-const $ = (id) => document.getElementById(id)
-
-/** An element with text and children; `text` is set with textContent. */
-const el = (tag, options = {}, ...children) => {
-  const node = document.createElement(tag)
-  if (options.className !== undefined) node.className = options.className
-  if (options.text !== undefined) node.textContent = options.text
-  for (const [name, value] of Object.entries(options.attrs ?? {})) node.setAttribute(name, value)
-  for (const child of children) if (child !== undefined && child !== null) node.append(child)
-  return node
-}
-
-const query = new URLSearchParams(location.search)
-
-/**
- * How long an apply waits before it is sent, in milliseconds: the reviewer's window to undo it. `?applyDelay=` sets
- * it (0 to 60 000; 0 sends at once); tests use a short one.
- */
-const applyDelay = (() => {
-  const raw = query.get("applyDelay")
-  const wanted = raw === null || raw.trim() === "" ? NaN : Number(raw)
-  return Number.isInteger(wanted) && wanted >= 0 && wanted <= 60_000 ? wanted : 5_000
-})()
-
-const state = {
-  me: null,
-  // The list's filters, kept in the address (?show=, ?session=, ?kind=) so that a reload keeps them.
-  filter: "waiting",
-  session: "",
-  kind: "",
-  // The sessions and kinds seen in any list answer: the filters' choices.
-  sessions: new Set(),
-  kinds: new Set(),
-  // The actions ticked for a batch decision, by id.
-  picked: new Set(),
-  items: [],
-  next: null,
-  wanted: 50,
-  selected: null,
-  detail: null,
-  editing: false,
-  // While editing a draft of the form { files: [{ path, text }] }: each file's drafted text, one text box each.
-  draftFiles: null,
-  // The reviewer's own amended text, by action id ({ paths, texts: one per box } or { json }): kept when the editor
-  // closes, another action is selected, or an apply is refused, until the reviewer discards it or an apply succeeds.
-  edits: new Map(),
-  busy: false,
-  // The detail answer whose diff is drawn (a redraw of the pane draws the diff again only for a new answer).
-  renderedDiffOf: null
-}
-
-class HttpError extends Error {
-  constructor(status, body) {
-    super(body?.message ?? `The inbox answered ${status}.`)
-    this.status = status
-    this.tag = body?._tag
-  }
-}
-
-const api = async (path, init = {}) => {
-  const headers = { accept: "application/json" }
-  if (init.body !== undefined) headers["content-type"] = "application/json"
-  const response = await fetch(path, { credentials: "same-origin", ...init, headers })
-  if (response.status === 204) return null
-  const body = await response.json().catch(() => null)
-  if (!response.ok) throw new HttpError(response.status, body)
-  return body
-}
-
-// ---- formatting ---------------------------------------------------------------------------------------------------
-
-const ago = (millis) => {
-  const seconds = Math.round((Date.now() - millis) / 1000)
-  if (seconds < 60) return "just now"
-  if (seconds < 3600) return `${Math.floor(seconds / 60)} min ago`
-  if (seconds < 86400) return `${Math.floor(seconds / 3600)} h ago`
-  return new Date(millis).toLocaleDateString()
-}
-
-const when = (millis) => new Date(millis).toLocaleString()
-
-// Characters that make text display in another order than it is stored (Trojan Source), and terminal escapes.
-const bidi = /[\u202A-\u202E\u2066-\u2069\u200E\u200F\u061C]/
-const escapes = /[\u0000-\u0008\u000B-\u001F\u007F\u0080-\u009F]/
-
-const filters = {
-  waiting: "",
-  snoozed: "?snoozed=only",
-  settled: "?status=applied&status=discarded&status=cleared&status=expired&snoozed=include",
-  all:
-    "?status=pending&status=resolving&status=orphaned&status=conflict&status=applied&status=discarded&status=cleared&status=expired&snoozed=include"
-}
+import { $, api, applyDelay, el, HttpError, state } from "./common.js"
+import { fillEditor, keepEdits, resetEdits } from "./editor.js"
+import { readFilters, renderFilterChoices, saveFilters, withFilter } from "./filters.js"
+import { ago, bidi, escapes, filesNode, renderDiff, when } from "./format.js"
 
 // ---- the list -----------------------------------------------------------------------------------------------------
 
@@ -106,37 +18,6 @@ const renderCounts = (counts) => {
   if (counts.snoozed > 0) parts.push(`${counts.snoozed} not now`)
   if (counts.conflict > 0) parts.push(`${counts.conflict} in conflict`)
   $("counts").textContent = parts.join(" · ")
-}
-
-/** `+3 −1`: the lines a diff adds and removes, each in its colour. */
-const lineCounts = (added, removed) =>
-  el(
-    "span",
-    { className: "counts-lines", attrs: { "aria-label": `${added} lines added, ${removed} removed` } },
-    el("span", { className: "plus", text: `+${added}` }),
-    " ",
-    el("span", { className: "minus", text: `\u2212${removed}` })
-  )
-
-const filesShown = 3
-
-/** The files a row names: the first three with their line counts, then how many more, and the totals. */
-const filesNode = (item) => {
-  if (item.fileCount === 0) return null
-  const node = el("span", { className: "files" })
-  item.files.slice(0, filesShown).forEach((file, i) => {
-    if (i > 0) node.append(" · ")
-    node.append(
-      el("span", { className: "file-name", text: visibleName(file.path) }),
-      " ",
-      lineCounts(file.added, file.removed)
-    )
-  })
-  if (item.fileCount > filesShown) {
-    const more = item.fileCount - filesShown
-    node.append(` · ${more} more ${more === 1 ? "file" : "files"} · in all `, lineCounts(item.added, item.removed))
-  }
-  return node
 }
 
 const rowStatus = (item) => {
@@ -212,59 +93,6 @@ const pageSize = 50
 const maxPage = 200
 let ticket = 0
 
-const withFilter = (params) => {
-  const base = filters[state.filter]
-  const extra = [
-    state.session === "" ? "" : `session=${encodeURIComponent(state.session)}`,
-    state.kind === "" ? "" : `kind=${encodeURIComponent(state.kind)}`,
-    params
-  ].filter((part) => part !== "").join("&")
-  return `/api/actions${base === "" ? "?" : `${base}&`}${extra}`
-}
-
-/** Writes the filters into the address (without a new history entry), keeping any other parameter. */
-const saveFilters = () => {
-  const params = new URLSearchParams(location.search)
-  const set = (name, value, fallback) => value === fallback ? params.delete(name) : params.set(name, value)
-  set("show", state.filter, "waiting")
-  set("session", state.session, "")
-  set("kind", state.kind, "")
-  const search = params.toString()
-  history.replaceState(null, "", `${location.pathname}${search === "" ? "" : `?${search}`}${location.hash}`)
-}
-
-/** Reads the filters from the address. */
-const readFilters = () => {
-  const show = query.get("show")
-  state.filter = show !== null && Object.hasOwn(filters, show) ? show : "waiting"
-  state.session = query.get("session") ?? ""
-  state.kind = query.get("kind") ?? ""
-  $("filter").value = state.filter
-}
-
-/** The session and kind filters' choices: every value seen so far, and the chosen one. */
-const renderFilterChoices = () => {
-  for (
-    const [id, seen, chosen, all] of [
-      ["filter-session", state.sessions, state.session, "All sessions"],
-      ["filter-kind", state.kinds, state.kind, "All kinds"]
-    ]
-  ) {
-    const values = [...new Set([...seen, ...(chosen === "" ? [] : [chosen])])].sort()
-    const select = $(id)
-    const current = [...select.options].map((option) => option.value)
-    if (current.length === values.length + 1 && values.every((value, i) => current[i + 1] === value)) {
-      select.value = chosen
-      continue
-    }
-    select.replaceChildren(
-      el("option", { text: all, attrs: { value: "" } }),
-      ...values.map((value) => el("option", { text: visibleName(value), attrs: { value } }))
-    )
-    select.value = chosen
-  }
-}
-
 const noteSeen = (items) => {
   for (const item of items) {
     state.sessions.add(item.session)
@@ -298,52 +126,6 @@ const loadMore = async () => {
 }
 
 // ---- the detail -----------------------------------------------------------------------------------------------------
-
-const maxDiffLines = 3000
-
-// A file name's characters that a screen does not show as themselves (control characters, line breaks, tabs,
-// bidirectional controls and marks, line separators) are shown as their code points, as the edit preview shows them.
-const unseen = /[\u0000-\u001F\u007F-\u009F\u061C\u200E\u200F\u2028\u2029\u202A-\u202E\u2066-\u2069]/g
-const visibleName = (name) =>
-  name.replace(unseen, (c) => `<U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}>`)
-
-const renderDiff = (diff) => {
-  const container = $("d-diff")
-  if (diff === null) {
-    container.replaceChildren()
-    $("d-raw").open = true
-    return
-  }
-  $("d-raw").open = false
-  let shown = 0
-  const files = diff.files.map((file) => {
-    const path = file.oldPath === file.newPath ?
-      visibleName(file.newPath) :
-      `${visibleName(file.oldPath)} → ${visibleName(file.newPath)}`
-    const node = el("div", { className: "file" }, el("div", { className: "path", text: path }))
-    for (const hunk of file.hunks) {
-      if (shown >= maxDiffLines) break
-      node.append(el("div", { className: "hunk", text: hunk.header }))
-      for (const line of hunk.lines) {
-        if (shown++ >= maxDiffLines) break
-        const sign = line.op === "add" ? "+" : line.op === "remove" ? "-" : line.op === "note" ? "" : " "
-        node.append(
-          el(
-            "div",
-            { className: `line ${line.op}` },
-            el("span", { className: "sign", text: sign }),
-            el("span", { className: "text", text: line.text })
-          )
-        )
-      }
-    }
-    return node
-  })
-  if (shown >= maxDiffLines || diff.truncated) {
-    files.push(el("p", { className: "cut", text: "The diff is longer than shown here; the whole preview is below." }))
-  }
-  container.replaceChildren(...files)
-}
 
 const verbs = { apply: "Applied", discard: "Discarded" }
 
@@ -828,68 +610,6 @@ const batchDiscard = () => {
   const reason = batchReason()
   if (reason === null) return
   return decideBatch([...state.picked], "discard", reason)
-}
-
-/** A draft the page edits file by file: `{ files: [{ path, text }] }`. */
-const isFilesDraft = (draft) =>
-  draft !== null && typeof draft === "object" && Array.isArray(draft.files) && draft.files.length > 0 &&
-  draft.files.every((file) => file !== null && typeof file.path === "string" && typeof file.text === "string")
-
-/**
- * Remembers what the reviewer wrote in the open editor (nothing when it equals the draft), so that closing and
- * reopening the editor, selecting another action, or a refused apply never loses it.
- */
-const keepEdits = () => {
-  const detail = state.detail
-  if (!state.editing || detail === null) return
-  if (state.draftFiles !== null) {
-    const texts = [...$("amend-files").querySelectorAll("textarea")].map((box) => box.value)
-    const changed = texts.some((text, i) => text !== state.draftFiles[i]?.text)
-    if (changed) state.edits.set(detail.id, { paths: state.draftFiles.map((file) => file.path), texts })
-    else state.edits.delete(detail.id)
-  } else {
-    const draft = detail.amendmentDraft
-    const json = $("amendment").value
-    if (json !== (draft === null ? "{}" : JSON.stringify(draft, null, 2))) state.edits.set(detail.id, { json })
-    else state.edits.delete(detail.id)
-  }
-}
-
-/** Fills the editor from the action's draft, then with the reviewer's kept text, if any. */
-const fillEditor = () => {
-  const draft = state.detail?.amendmentDraft ?? null
-  const kept = state.edits.get(state.detail?.id)
-  state.draftFiles = isFilesDraft(draft) ? draft.files.map((file) => ({ path: file.path, text: file.text })) : null
-  const keptTexts = kept?.texts !== undefined && state.draftFiles !== null &&
-      kept.paths.length === state.draftFiles.length &&
-      kept.paths.every((path, i) => path === state.draftFiles[i].path) ?
-    kept.texts :
-    null
-  $("amend-files").replaceChildren(
-    ...(state.draftFiles ?? []).flatMap((file, i) => {
-      const box = el("textarea", {
-        attrs: {
-          id: `amend-file-${i}`,
-          "data-path": file.path,
-          rows: String(Math.min(20, Math.max(4, file.text.split("\n").length + 1))),
-          spellcheck: "false"
-        }
-      })
-      box.value = keptTexts === null ? file.text : keptTexts[i]
-      return [el("label", { text: file.path, attrs: { for: `amend-file-${i}` } }), box]
-    })
-  )
-  $("amend-json").hidden = state.draftFiles !== null
-  if (state.draftFiles === null) {
-    $("amendment").value = kept?.json !== undefined ? kept.json : draft === null ? "{}" : JSON.stringify(draft, null, 2)
-  }
-}
-
-/** Drops the reviewer's amended text: the editor starts again from the draft. */
-const resetEdits = () => {
-  if (state.detail === null) return
-  state.edits.delete(state.detail.id)
-  fillEditor()
 }
 
 const edit = () => {
