@@ -247,16 +247,15 @@ export const responseText = (response: ReviewerResponse.ReviewerResponse, stillP
  * @since 0.4.0
  * @category constructors
  */
+/** How a decision's write after its action settled is retried: the action is settled, its decision should say so. */
+const afterSettleRetry = Schedule.intersect(Schedule.exponential("20 millis"), Schedule.recurs(4))
+
 export const make = (store: PendingStore.Service): Decisions.Service => {
-  // A completion is retried a few times: the action is settled, and its decision should say so.
   const complete = (decision: DecisionModel.Decision, state: "done" | "failed", message: string, by: string) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) => {
       const outcome = capText(message, outcomeMax)
       return Effect.map(
-        Effect.retry(
-          store.completeDecision({ id: decision.id, state, outcome, by, now }),
-          Schedule.intersect(Schedule.exponential("20 millis"), Schedule.recurs(4))
-        ),
+        Effect.retry(store.completeDecision({ id: decision.id, state, outcome, by, now }), afterSettleRetry),
         (): DecisionModel.Decision => ({ ...decision, state, outcome, settledAt: now, settledBy: by })
       )
     })
@@ -365,10 +364,7 @@ export const make = (store: PendingStore.Service): Decisions.Service => {
       if (recorded === undefined) {
         // The write that held both failed, and the settle was written alone: the decision is recorded after it.
         const row = running.row(message, yield* Clock.currentTimeMillis)
-        const done = yield* Effect.retry(
-          store.recordDone(row),
-          Schedule.intersect(Schedule.exponential("20 millis"), Schedule.recurs(4))
-        )
+        const done = yield* Effect.retry(store.recordDone(row), afterSettleRetry)
         recorded = done.recorded ? Option.some(doneDecision(row, pending.session)) : Option.none()
       }
       return { decision: recorded, message, settledBefore: false } satisfies Decisions.Decided
