@@ -1,6 +1,7 @@
 /**
  * The durable `PendingStore` on Postgres, through `@effect/sql-pg`, for deployments where several processes or
- * machines share the pending set. Each transition is one statement (one round trip).
+ * machines share the pending set. Each transition is one statement (one round trip), prepared on a connection that
+ * ran it before (`Options.prepare`).
  *
  * @example
  * ```ts
@@ -25,6 +26,7 @@ import * as Layer from "effect/Layer"
 import * as Redacted from "effect/Redacted"
 import { innerMessageOf } from "../internal/render.js"
 import { PendingStore, PendingStoreError } from "../services/PendingStore.js"
+import * as PgPool from "./internal/pgPool.js"
 import * as SqlPendingStore from "./SqlPendingStore.js"
 
 /**
@@ -36,13 +38,22 @@ import * as SqlPendingStore from "./SqlPendingStore.js"
  */
 export interface Options extends Omit<PgClient.PgClientConfig, "url"> {
   readonly url: string | Redacted.Redacted
+  /**
+   * Whether a connection runs a statement it ran before as a named prepared statement, so that Postgres parses and
+   * plans it once per connection instead of on every call (default `true`; 0.4). Every statement on the pool is
+   * concerned, the app's own too (`layerClient`): one with parameters, from its second run on a connection, at most
+   * 256 per connection. Set `false` behind a pooler that cannot carry prepared statements between its clients
+   * (PgBouncer before 1.21 in transaction mode).
+   *
+   * @since 0.4.0
+   */
+  readonly prepare?: boolean | undefined
 }
 
-const clientLayer = (options: Options): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, PendingStoreError> =>
-  PgClient.layer({
-    ...options,
-    url: Redacted.isRedacted(options.url) ? options.url : Redacted.make(options.url)
-  }).pipe(
+const clientLayer = (options: Options): Layer.Layer<PgClient.PgClient | SqlClient.SqlClient, PendingStoreError> => {
+  const { prepare, ...config } = options
+  const url = Redacted.isRedacted(config.url) ? config.url : Redacted.make(config.url)
+  return (prepare === false ? PgClient.layer({ ...config, url }) : PgPool.layer({ ...config, url })).pipe(
     Layer.mapError((cause) =>
       new PendingStoreError({
         operation: "connect",
@@ -53,6 +64,7 @@ const clientLayer = (options: Options): Layer.Layer<PgClient.PgClient | SqlClien
       })
     )
   )
+}
 
 /**
  * The store and the client it runs on (`PgClient` and `SqlClient`), for an app that uses the same pool for its
