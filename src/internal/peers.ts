@@ -22,7 +22,8 @@ export const peerRanges = {
   "@effect/sql-pg": "^0.53.0",
   "@effect/experimental": "^0.61.1",
   "@effect/cluster": "^0.60.2",
-  "@effect/rpc": "^0.76.2"
+  "@effect/rpc": "^0.76.2",
+  "pg": "^8.16.3"
 } as const
 
 /** An optional peer. */
@@ -34,7 +35,7 @@ export const entryPeers = {
   "effect-resolve/plan": ["@effect/platform"],
   "effect-resolve/ai": ["@effect/ai", "@effect/platform"],
   "effect-resolve/sqlite": ["@effect/sql", "@effect/sql-libsql", "@effect/experimental", "@effect/platform"],
-  "effect-resolve/postgres": ["@effect/sql", "@effect/sql-pg", "@effect/experimental", "@effect/platform"],
+  "effect-resolve/postgres": ["@effect/sql", "@effect/sql-pg", "pg", "@effect/experimental", "@effect/platform"],
   "effect-resolve/inbox": ["@effect/platform", "@effect/platform-node"],
   "effect-resolve/mcp": ["@effect/ai", "@effect/rpc", "@effect/platform", "@effect/platform-node"],
   "effect-resolve/cluster": [

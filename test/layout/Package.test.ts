@@ -148,6 +148,7 @@ console.log(await Effect.runPromise(program.pipe(Effect.provide(ResolveRuntime.l
       missingPeersOutput("effect-resolve/postgres", [
         "@effect/sql",
         "@effect/sql-pg",
+        "pg",
         "@effect/experimental",
         "@effect/platform"
       ]),
@@ -173,7 +174,7 @@ console.log(await Effect.runPromise(program.pipe(Effect.provide(ResolveRuntime.l
       hook,
       `export const resolve = async (specifier, context, next) => {
   const resolved = await next(specifier, context)
-  const m = /node_modules\\/(@effect\\/[^/]+)\\//.exec(resolved.url)
+  const m = /.*node_modules\\/((?:@[^/]+\\/)?[^/]+)\\//.exec(resolved.url)
   if (m) console.log(m[1])
   return resolved
 }`

@@ -44,7 +44,7 @@ describe("optional peers", () => {
       assert.isDefined(row, `the README's entry table has a row for ${entry}`)
       const install = row!.split(" | ")[2] ?? ""
       // What comes before "and" or "(" is the list; the rest says what else a use needs.
-      const listed = install.split(/ and | \(/)[0]!.match(/@effect\/[a-z-]+@[^\s`]+/g) ?? []
+      const listed = install.split(/ and | \(/)[0]!.match(/(?:@effect\/[a-z-]+|pg)@[^\s`]+/g) ?? []
       assert.deepStrictEqual(
         [...listed].sort(),
         entryPeers[entry].map((peer) => `${peer}@${peerRanges[peer]}`).sort(),
