@@ -14,6 +14,7 @@ import { PendingStore } from "../../src/index.js"
 import * as PostgresStore from "../../src/stores/PostgresStore.js"
 import { postgresForTests, postgresSuiteName } from "../support/pgTest.js"
 import { freshSchema } from "../support/postgres.js"
+import { noteRecord } from "../support/records.js"
 import { subjects, tempDir } from "./subjects.js"
 
 const pg = await postgresForTests()
@@ -22,24 +23,7 @@ afterAll(() => tmp.cleanup())
 
 const T0 = Date.now()
 
-const record = (id: string, session = "s1"): PendingRecord => ({
-  id,
-  session,
-  kind: "note",
-  label: `Note ${id}`,
-  sourceToolName: "note",
-  stager: null,
-  preview: id,
-  payload: { id },
-  status: "pending",
-  attempts: 0,
-  owner: null,
-  leaseUntil: null,
-  createdAt: T0,
-  updatedAt: T0,
-  expiresAt: null,
-  outcome: null
-})
+const record = (id: string, session = "s1"): PendingRecord => noteRecord(id, { at: T0, session })
 
 const reviewer = { name: "ann", permission: "decide" as const, sessions: Option.none() }
 

@@ -13,30 +13,14 @@ import { PendingStore } from "../../src/services/PendingStore.js"
 import * as PostgresStore from "../../src/stores/PostgresStore.js"
 import { postgresForTests, postgresSuiteName } from "../support/pgTest.js"
 import { freshSchema } from "../support/postgres.js"
+import { noteRecord } from "../support/records.js"
 
 const pg = await postgresForTests()
 const serverUrl = pg._tag === "Available" ? pg.url : ""
 
 const T0 = 1_700_000_000_000
 
-const record = (id: string): PendingRecord => ({
-  id,
-  session: "s1",
-  kind: "note",
-  label: `Note ${id}`,
-  sourceToolName: "note",
-  stager: null,
-  preview: id,
-  payload: { id },
-  status: "pending",
-  attempts: 0,
-  owner: null,
-  leaseUntil: null,
-  createdAt: T0,
-  updatedAt: T0,
-  expiresAt: null,
-  outcome: null
-})
+const record = (id: string): PendingRecord => noteRecord(id, { at: T0 })
 
 /** The statements prepared on the connection this runs on (the query has no parameters: it is never prepared). */
 const prepared = Effect.flatMap(
