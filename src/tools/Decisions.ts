@@ -241,15 +241,15 @@ export const responseText = (response: ReviewerResponse.ReviewerResponse, stillP
     `A reviewer (${response.reviewer}) responded about ${response.actionId}, which is no longer pending: ` +
     `${sentence(capText(response.message, amendmentMax))}`
 
+/** How a decision's write after its action settled is retried: the action is settled, its decision should say so. */
+const afterSettleRetry = Schedule.intersect(Schedule.exponential("20 millis"), Schedule.recurs(4))
+
 /**
  * Decisions on `store`.
  *
  * @since 0.4.0
  * @category constructors
  */
-/** How a decision's write after its action settled is retried: the action is settled, its decision should say so. */
-const afterSettleRetry = Schedule.intersect(Schedule.exponential("20 millis"), Schedule.recurs(4))
-
 export const make = (store: PendingStore.Service): Decisions.Service => {
   const complete = (decision: DecisionModel.Decision, state: "done" | "failed", message: string, by: string) =>
     Effect.flatMap(Clock.currentTimeMillis, (now) => {
