@@ -22,7 +22,7 @@ import type * as Scope from "effect/Scope"
 import * as Pg from "pg"
 
 /** How many statements one connection prepares at most. */
-export const maxPrepared = 256
+const maxPrepared = 256
 /** How many statement texts one connection remembers at most (prepared or seen once). */
 const maxSeen = 4096
 
@@ -70,7 +70,7 @@ const nameFor = (client: Pg.Client, text: string): string | undefined => {
  * `pg`'s client, with the statements it runs again prepared (see the module comment). Used as the pool's `Client`;
  * `pg` creates one per connection.
  */
-export class PreparingClient extends Pg.Client {}
+class PreparingClient extends Pg.Client {}
 
 Object.defineProperty(PreparingClient.prototype, "query", {
   configurable: true,
@@ -101,7 +101,7 @@ Object.defineProperty(PreparingClient.prototype, "query", {
 })
 
 /** The pool's options, as `@effect/sql-pg`'s `PgClient.make` reads them from its config. */
-export const poolConfig = (options: PgClient.PgClientConfig): Pg.PoolConfig => ({
+const poolConfig = (options: PgClient.PgClientConfig): Pg.PoolConfig => ({
   Client: PreparingClient,
   connectionString: options.url === undefined ? undefined : Redacted.value(options.url),
   user: options.username,
@@ -124,7 +124,7 @@ export const poolConfig = (options: PgClient.PgClientConfig): Pg.PoolConfig => (
  * The pool of `PreparingClient`s for `options`, connected (one `SELECT 1`, within `connectTimeout`, 5 seconds by
  * default) and ended with the scope, as `PgClient.make` does with its own.
  */
-export const acquirePool = (options: PgClient.PgClientConfig): Effect.Effect<Pg.Pool, SqlError, Scope.Scope> =>
+const acquirePool = (options: PgClient.PgClientConfig): Effect.Effect<Pg.Pool, SqlError, Scope.Scope> =>
   Effect.gen(function*() {
     const pool = new Pg.Pool(poolConfig(options))
     pool.on("error", () => {})
